@@ -1,0 +1,360 @@
+/* worker.c - start, feed, interrupt and reap SBCL worker processes.
+ *
+ * The child gets /dev/null as stdin, a pipe on each of fd 1 and 2 (drained
+ * here with uv_poll so that a reply can first collect everything written to
+ * the console before it), and one end of a socketpair as fd 3. It runs in a
+ * session and process group of its own, so closing a worker kills whatever
+ * the user's code started too.
+ *
+ * Death is declared once the process has exited and its socket has been read
+ * to the end (or a short while after the exit, should some grandchild keep the
+ * socket open), so a reply sent just before an exit is never lost. */
+#include "worker.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "frame.h"
+#include "log.h"
+
+#define WORKER_REPLY_MAX   (256u << 20)  /* the agent caps what it prints */
+#define WORKER_EXIT_LINGER 100           /* ms to wait for the socket after an exit */
+#define CONSOLE_CHUNK      65536
+
+typedef struct console_pipe {
+    uv_poll_t handle;
+    int       fd;
+    int       open;
+} console_pipe_t;
+
+struct worker {
+    uv_loop_t             *loop;
+    const worker_events_t *events;
+    void                  *ctx;
+    uv_process_t           process;
+    uv_pipe_t              socket;
+    uv_timer_t             linger;
+    console_pipe_t         console[2];
+    buf_t                  in;           /* bytes read from the socket, not yet framed */
+    int                    handles;      /* open libuv handles; freed at zero */
+    int                    greeted;      /* the hello frame has arrived */
+    int                    exited;
+    int                    socket_done;  /* EOF or error on the socket */
+    int                    dead;         /* on_death has been called */
+    int                    closing;      /* worker_close was called */
+    char                   why[96];
+};
+
+typedef struct write_req {
+    uv_write_t req;
+    char       data[];
+} write_req_t;
+
+static void on_handle_closed(uv_handle_t *h)
+{
+    worker_t *w = h->data;
+    if (--w->handles == 0) {
+        buf_free(&w->in);
+        free(w);
+    }
+}
+
+static void close_handle(worker_t *w, uv_handle_t *h)
+{
+    if (!uv_is_closing(h)) {
+        h->data = w;
+        uv_close(h, on_handle_closed);
+    }
+}
+
+static void drain_console(worker_t *w, console_pipe_t *c)
+{
+    char chunk[CONSOLE_CHUNK];
+    /* Bounded per call so a flooding child cannot starve the loop. */
+    for (int rounds = 0; c->open && rounds < 16; rounds++) {
+        ssize_t n = read(c->fd, chunk, sizeof chunk);
+        if (n > 0) {
+            if (!w->closing)
+                w->events->on_console(w->ctx, chunk, (size_t)n);
+            continue;
+        }
+        if (n < 0 && (errno == EINTR))
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return;
+        uv_poll_stop(&c->handle);   /* EOF or a real error: stop watching */
+        c->open = 0;
+    }
+}
+
+static void drain_all_console(worker_t *w)
+{
+    drain_console(w, &w->console[0]);
+    drain_console(w, &w->console[1]);
+}
+
+static void on_console_readable(uv_poll_t *h, int status, int events)
+{
+    (void)status;
+    (void)events;
+    worker_t *w = h->data;
+    drain_console(w, h == &w->console[0].handle ? &w->console[0] : &w->console[1]);
+}
+
+static void declare_death(worker_t *w)
+{
+    if (w->dead || w->closing)
+        return;
+    w->dead = 1;
+    uv_timer_stop(&w->linger);
+    drain_all_console(w);
+    w->events->on_death(w->ctx, w->why);
+}
+
+static void kill_group(worker_t *w)
+{
+    /* The worker leads its own process group (UV_PROCESS_DETACHED). */
+    if (w->process.pid > 0)
+        kill(-w->process.pid, SIGKILL);
+}
+
+static void close_all(worker_t *w)
+{
+    close_handle(w, (uv_handle_t *)&w->process);
+    close_handle(w, (uv_handle_t *)&w->socket);
+    close_handle(w, (uv_handle_t *)&w->linger);
+    for (int i = 0; i < 2; i++) {
+        close_handle(w, (uv_handle_t *)&w->console[i].handle);
+        close(w->console[i].fd);
+    }
+}
+
+static void on_linger_timeout(uv_timer_t *t)
+{
+    declare_death(t->data);
+}
+
+static void on_process_exit(uv_process_t *p, int64_t status, int term_signal)
+{
+    worker_t *w = p->data;
+    w->exited = 1;
+    kill_group(w);   /* whatever the user's code left running goes too */
+    if (term_signal)
+        snprintf(w->why, sizeof w->why, "was killed by signal %d (%s)", term_signal,
+                 strsignal(term_signal));
+    else
+        snprintf(w->why, sizeof w->why, "exited with status %lld", (long long)status);
+    log_debug("worker %d %s", p->pid, w->why);
+    if (w->closing) {
+        close_all(w);
+        return;
+    }
+    if (w->socket_done)
+        declare_death(w);
+    else
+        uv_timer_start(&w->linger, on_linger_timeout, WORKER_EXIT_LINGER, 0);
+}
+
+/* The socket is finished: whatever the process is doing, it is of no more use. */
+static void socket_finished(worker_t *w, const char *why)
+{
+    if (w->socket_done)
+        return;
+    w->socket_done = 1;
+    uv_read_stop((uv_stream_t *)&w->socket);
+    if (!w->exited) {
+        log_debug("worker %d: %s; killing it", w->process.pid, why);
+        kill_group(w);
+    } else {
+        /* Deferred, so no caller ever sees on_death from inside its own call. */
+        uv_timer_start(&w->linger, on_linger_timeout, 0, 0);
+    }
+}
+
+static void handle_frame(worker_t *w, const char *payload, size_t len)
+{
+    json_error_t jerr;
+    json_t *msg = json_loadb(payload, len, JSON_ALLOW_NUL, &jerr);
+    if (!json_is_object(msg)) {
+        json_decref(msg);
+        socket_finished(w, "unreadable reply frame");
+        return;
+    }
+    if (!w->greeted) {
+        w->greeted = 1;
+        if (json_object_get(msg, "hello")) {
+            json_decref(msg);
+            return;
+        }
+    }
+    drain_all_console(w);
+    if (!w->closing)
+        w->events->on_reply(w->ctx, msg);
+    json_decref(msg);
+}
+
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *out)
+{
+    (void)suggested;
+    worker_t *w = h->data;
+    buf_reserve(&w->in, CONSOLE_CHUNK);
+    out->base = w->in.data + w->in.len;
+    out->len = w->in.cap - w->in.len - 1;
+}
+
+static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *b)
+{
+    (void)b;
+    worker_t *w = s->data;
+    if (nread < 0) {
+        socket_finished(w, uv_strerror((int)nread));
+        return;
+    }
+    w->in.len += (size_t)nread;
+    size_t used = 0, len;
+    while (!w->socket_done && !w->closing) {
+        frame_status_t st = frame_peek(w->in.data + used, w->in.len - used, WORKER_REPLY_MAX, &len);
+        if (st == FRAME_INCOMPLETE)
+            break;
+        if (st == FRAME_OVERSIZE) {
+            socket_finished(w, "oversized reply frame");
+            break;
+        }
+        handle_frame(w, w->in.data + used + FRAME_HEADER_SIZE, len);
+        used += FRAME_HEADER_SIZE + len;
+    }
+    buf_consume(&w->in, used);
+}
+
+static int make_fds(int sock[2], int out[2], int err[2])
+{
+    sock[0] = sock[1] = out[0] = out[1] = err[0] = err[1] = -1;
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sock) < 0 ||
+        pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0)
+        return -errno;
+    if (fcntl(out[0], F_SETFL, O_NONBLOCK) < 0 || fcntl(err[0], F_SETFL, O_NONBLOCK) < 0)
+        return -errno;
+    return 0;
+}
+
+static void close_fds(int *fds, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (fds[i] >= 0)
+            close(fds[i]);
+}
+
+int worker_start(uv_loop_t *loop, const config_t *cfg, const worker_events_t *events,
+                 void *ctx, worker_t **out)
+{
+    int sock[2], cout[2], cerr[2];
+    int rc = make_fds(sock, cout, cerr);
+    if (rc < 0) {
+        close_fds(sock, 2), close_fds(cout, 2), close_fds(cerr, 2);
+        return rc;
+    }
+
+    char memory[16];
+    snprintf(memory, sizeof memory, "%d", cfg->session_memory_mb);
+    char *args[] = {cfg->sbcl, "--core", cfg->core, "--dynamic-space-size", memory,
+                    "--noinform", "--disable-ldb", "--end-runtime-options", NULL};
+    uv_stdio_container_t stdio[4] = {
+        {.flags = UV_IGNORE},
+        {.flags = UV_INHERIT_FD, .data.fd = cout[1]},
+        {.flags = UV_INHERIT_FD, .data.fd = cerr[1]},
+        {.flags = UV_INHERIT_FD, .data.fd = sock[1]},
+    };
+    uv_process_options_t opts = {
+        .exit_cb = on_process_exit,
+        .file = cfg->sbcl,
+        .args = args,
+        .stdio = stdio,
+        .stdio_count = 4,
+        .flags = UV_PROCESS_DETACHED,
+    };
+
+    worker_t *w = xcalloc(1, sizeof *w);
+    w->loop = loop;
+    w->events = events;
+    w->ctx = ctx;
+    buf_init(&w->in);
+    w->process.data = w;
+    rc = uv_spawn(loop, &w->process, &opts);
+    close(cout[1]), close(cerr[1]), close(sock[1]);
+    if (rc < 0) {
+        close(cout[0]), close(cerr[0]), close(sock[0]);
+        /* A failed uv_spawn leaves an initialized handle that must be closed. */
+        w->handles = 1;
+        close_handle(w, (uv_handle_t *)&w->process);
+        return rc;
+    }
+    w->handles = 5;
+    uv_pipe_init(loop, &w->socket, 0);
+    uv_pipe_open(&w->socket, sock[0]);
+    w->socket.data = w;
+    uv_timer_init(loop, &w->linger);
+    w->linger.data = w;
+    int fds[2] = {cout[0], cerr[0]};
+    for (int i = 0; i < 2; i++) {
+        w->console[i].fd = fds[i];
+        w->console[i].open = 1;
+        uv_poll_init(loop, &w->console[i].handle, fds[i]);
+        w->console[i].handle.data = w;
+        uv_poll_start(&w->console[i].handle, UV_READABLE | UV_DISCONNECT, on_console_readable);
+    }
+    uv_read_start((uv_stream_t *)&w->socket, on_alloc, on_read);
+    log_debug("worker %d started", w->process.pid);
+    *out = w;
+    return 0;
+}
+
+static void on_written(uv_write_t *req, int status)
+{
+    if (status < 0)
+        log_debug("write to worker failed: %s", uv_strerror(status));
+    free(req);
+}
+
+void worker_send(worker_t *w, const char *frame, size_t len)
+{
+    if (w->socket_done || w->closing)
+        return;   /* its death is already on the way */
+    write_req_t *req = xmalloc(sizeof *req + len);
+    memcpy(req->data, frame, len);
+    uv_buf_t b = uv_buf_init(req->data, (unsigned)len);
+    int rc = uv_write(&req->req, (uv_stream_t *)&w->socket, &b, 1, on_written);
+    if (rc < 0) {
+        free(req);
+        socket_finished(w, uv_strerror(rc));
+    }
+}
+
+void worker_interrupt(worker_t *w)
+{
+    if (!w->exited)
+        kill(w->process.pid, SIGINT);
+}
+
+void worker_close(worker_t *w)
+{
+    if (w->closing)
+        return;
+    w->closing = 1;
+    if (w->exited) {
+        close_all(w);
+    } else {
+        kill_group(w);
+    }
+    /* else on_process_exit closes everything once the process has been reaped */
+}
+
+pid_t worker_pid(const worker_t *w)
+{
+    return w->process.pid;
+}
