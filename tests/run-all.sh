@@ -1,0 +1,51 @@
+#!/bin/sh
+# Run every test of lispmcp: the C unit tests given as arguments (Check
+# programs), then the end-to-end tests (node's test runner driving the real
+# build/lispmcp through the official MCP SDK client). Ends with one line CI
+# reads: "N passed, M failed".
+set -u
+cd "$(dirname "$0")/.."
+BUILD=${BUILD:-build}
+export LISPMCP_BIN="${LISPMCP_BIN:-$PWD/$BUILD/lispmcp}"
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+passed=0
+failed=0
+
+for t in "$@"; do
+    echo "== $t"
+    "$t" >"$log" 2>&1
+    status=$?
+    cat "$log"
+    # Check's summary: "100%: Checks: 12, Failures: 0, Errors: 0"
+    line=$(grep -E 'Checks: [0-9]+, Failures: [0-9]+, Errors: [0-9]+' "$log" | tail -n 1)
+    if [ -z "$line" ]; then
+        echo "$t: no summary (exit $status)"
+        failed=$((failed + 1))
+        continue
+    fi
+    n=$(echo "$line" | sed -E 's/.*Checks: ([0-9]+).*/\1/')
+    f=$(echo "$line" | sed -E 's/.*Failures: ([0-9]+).*/\1/')
+    e=$(echo "$line" | sed -E 's/.*Errors: ([0-9]+).*/\1/')
+    passed=$((passed + n - f - e))
+    failed=$((failed + f + e))
+    [ "$status" -ne 0 ] && [ $((f + e)) -eq 0 ] && failed=$((failed + 1))
+done
+
+echo "== end-to-end (tests/e2e)"
+node --test --test-reporter=tap --test-concurrency=2 tests/e2e/ >"$log" 2>&1
+status=$?
+cat "$log"
+p=$(grep -E '^# pass [0-9]+' "$log" | tail -n 1 | sed -E 's/# pass //')
+f=$(grep -E '^# fail [0-9]+' "$log" | tail -n 1 | sed -E 's/# fail //')
+if [ -z "$p" ] || [ -z "$f" ]; then
+    echo "end-to-end: no summary (exit $status)"
+    failed=$((failed + 1))
+else
+    passed=$((passed + p))
+    failed=$((failed + f))
+    [ "$status" -ne 0 ] && [ "$f" -eq 0 ] && failed=$((failed + 1))
+fi
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
