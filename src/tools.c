@@ -298,7 +298,7 @@ static json_t *list_sessions(registry_t *reg)
     double now = now_ms();
     for (session_t *s = registry_first(reg); s; s = s->next) {
         double idle = s->running ? 0 : round((now - s->last_used_ms) / 100) / 10;
-        json_array_append_new(list, json_pack("{s:s, s:O, s:s, s:I, s:b, s:f}",
+        json_array_append_new(list, json_pack("{s:s, s:o, s:s, s:I, s:b, s:f}",
             "session", s->id, "name", s->name ? json_string(s->name) : json_null(),
             "package", s->package, "evaluations", (json_int_t)s->evaluations,
             "alive", session_alive(s), "idle-seconds", idle));
