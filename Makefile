@@ -22,7 +22,7 @@ OBJ      = $(patsubst src/%.c,$(BUILD)/obj/%.o,$(SRC))
 LIB_OBJ  = $(filter-out $(BUILD)/obj/main.o,$(OBJ))
 UNIT     = $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/test_*.c))
 
-.PHONY: all run check check-asan unit e2e deps clean
+.PHONY: all run check check-asan deps clean fuzz
 
 all: $(BUILD)/lispmcp $(BUILD)/lispmcp-worker.core
 
@@ -62,6 +62,24 @@ check-asan:
 	    SANITIZE="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all"
 
 clean:
-	rm -rf build build-asan
+	rm -rf build build-asan build-fuzz
 
 -include $(OBJ:.o=.d)
+
+# Fuzzing (clang's libFuzzer): each target runs FUZZ_SECONDS on a copy of its
+# seed corpus in fuzz/corpus/, so new inputs never dirty the repository.
+FUZZ_SECONDS ?= 60
+FUZZ_CFLAGS   = -std=c11 -D_GNU_SOURCE -g -O1 -Isrc -fsanitize=fuzzer,address,undefined \
+                $(shell pkg-config --cflags $(PKGS))
+FUZZ_SRC      = $(filter-out src/main.c,$(SRC))
+
+build-fuzz/fuzz_%: fuzz/fuzz_%.c $(FUZZ_SRC)
+	@mkdir -p build-fuzz
+	clang $(FUZZ_CFLAGS) -o $@ $< $(FUZZ_SRC) $(LDLIBS)
+
+fuzz: build-fuzz/fuzz_mcp build-fuzz/fuzz_frame
+	@for t in mcp frame; do \
+	    rm -rf build-fuzz/corpus-$$t && cp -r fuzz/corpus/$$t build-fuzz/corpus-$$t && \
+	    build-fuzz/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -print_final_stats=1 \
+	        -artifact_prefix=build-fuzz/crash-$$t- build-fuzz/corpus-$$t || exit 1; \
+	done
