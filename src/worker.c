@@ -2,9 +2,10 @@
  *
  * The child gets /dev/null as stdin, a pipe on each of fd 1 and 2 (drained
  * here with uv_poll so that a reply can first collect everything written to
- * the console before it), and one end of a socketpair as fd 3. It runs in a
- * session and process group of its own, so closing a worker kills whatever
- * the user's code started too.
+ * the console before it), and one end of a socketpair as fd 3. sandbox.c
+ * starts it walled off (its own PID namespace where the kernel allows it, its
+ * own process group always), so closing a worker kills whatever the user's
+ * code started too. Children are reaped here, on SIGCHLD.
  *
  * Death is declared once the process has exited and its socket has been read
  * to the end (or a short while after the exit, should some grandchild keep the
@@ -20,8 +21,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <sys/wait.h>
+
 #include "frame.h"
 #include "log.h"
+#include "sandbox.h"
 
 #define WORKER_REPLY_MAX   (256u << 20)  /* the agent caps what it prints */
 #define WORKER_EXIT_LINGER 100           /* ms to wait for the socket after an exit */
@@ -37,7 +41,8 @@ struct worker {
     uv_loop_t             *loop;
     const worker_events_t *events;
     void                  *ctx;
-    uv_process_t           process;
+    pid_t                  pid;
+    struct worker         *next_unreaped;
     uv_pipe_t              socket;
     uv_timer_t             linger;
     console_pipe_t         console[2];
@@ -55,6 +60,51 @@ typedef struct write_req {
     uv_write_t req;
     char       data[];
 } write_req_t;
+
+/* Every worker whose process has not been reaped yet, and the SIGCHLD
+ * watcher that exists while there is any. */
+static worker_t   *unreaped;
+static uv_signal_t *sigchld;
+
+static void on_process_exit(worker_t *w, int status);
+
+static void free_signal_handle(uv_handle_t *h)
+{
+    free(h);
+}
+
+static void on_sigchld(uv_signal_t *h, int signum)
+{
+    (void)h;
+    (void)signum;
+    int status;
+    pid_t pid;
+    /* The server has no children but its workers. */
+    while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+        worker_t **p = &unreaped;
+        while (*p && (*p)->pid != pid)
+            p = &(*p)->next_unreaped;
+        if (*p == NULL)
+            continue;
+        worker_t *w = *p;
+        *p = w->next_unreaped;
+        on_process_exit(w, status);
+    }
+    if (unreaped == NULL && sigchld) {
+        uv_close((uv_handle_t *)sigchld, free_signal_handle);
+        sigchld = NULL;
+    }
+}
+
+static void watch_children(uv_loop_t *loop)
+{
+    if (sigchld)
+        return;
+    sigchld = xmalloc(sizeof *sigchld);
+    uv_signal_init(loop, sigchld);
+    uv_signal_start(sigchld, on_sigchld, SIGCHLD);
+    uv_unref((uv_handle_t *)sigchld);   /* the workers' own handles keep the loop alive */
+}
 
 static void on_handle_closed(uv_handle_t *h)
 {
@@ -119,14 +169,13 @@ static void declare_death(worker_t *w)
 
 static void kill_group(worker_t *w)
 {
-    /* The worker leads its own process group (UV_PROCESS_DETACHED). */
-    if (w->process.pid > 0)
-        kill(-w->process.pid, SIGKILL);
+    /* The worker leads its own process group (and, where the kernel allows
+     * it, a PID namespace whose processes all die with it). */
+    kill(-w->pid, SIGKILL);
 }
 
 static void close_all(worker_t *w)
 {
-    close_handle(w, (uv_handle_t *)&w->process);
     close_handle(w, (uv_handle_t *)&w->socket);
     close_handle(w, (uv_handle_t *)&w->linger);
     for (int i = 0; i < 2; i++) {
@@ -140,17 +189,16 @@ static void on_linger_timeout(uv_timer_t *t)
     declare_death(t->data);
 }
 
-static void on_process_exit(uv_process_t *p, int64_t status, int term_signal)
+static void on_process_exit(worker_t *w, int status)
 {
-    worker_t *w = p->data;
     w->exited = 1;
     kill_group(w);   /* whatever the user's code left running goes too */
-    if (term_signal)
-        snprintf(w->why, sizeof w->why, "was killed by signal %d (%s)", term_signal,
-                 strsignal(term_signal));
+    if (WIFSIGNALED(status))
+        snprintf(w->why, sizeof w->why, "was killed by signal %d (%s)", WTERMSIG(status),
+                 strsignal(WTERMSIG(status)));
     else
-        snprintf(w->why, sizeof w->why, "exited with status %lld", (long long)status);
-    log_debug("worker %d %s", p->pid, w->why);
+        snprintf(w->why, sizeof w->why, "exited with status %d", WEXITSTATUS(status));
+    log_debug("worker %d %s", w->pid, w->why);
     if (w->closing) {
         close_all(w);
         return;
@@ -169,7 +217,7 @@ static void socket_finished(worker_t *w, const char *why)
     w->socket_done = 1;
     uv_read_stop((uv_stream_t *)&w->socket);
     if (!w->exited) {
-        log_debug("worker %d: %s; killing it", w->process.pid, why);
+        log_debug("worker %d: %s; killing it", w->pid, why);
         kill_group(w);
     } else {
         /* Deferred, so no caller ever sees on_death from inside its own call. */
@@ -264,37 +312,31 @@ int worker_start(uv_loop_t *loop, const config_t *cfg, const worker_events_t *ev
     snprintf(memory, sizeof memory, "%d", cfg->session_memory_mb);
     char *args[] = {cfg->sbcl, "--core", cfg->core, "--dynamic-space-size", memory,
                     "--noinform", "--disable-ldb", "--end-runtime-options", NULL};
-    uv_stdio_container_t stdio[4] = {
-        {.flags = UV_IGNORE},
-        {.flags = UV_INHERIT_FD, .data.fd = cout[1]},
-        {.flags = UV_INHERIT_FD, .data.fd = cerr[1]},
-        {.flags = UV_INHERIT_FD, .data.fd = sock[1]},
-    };
-    uv_process_options_t opts = {
-        .exit_cb = on_process_exit,
+    sandbox_spec_t spec = {
         .file = cfg->sbcl,
-        .args = args,
-        .stdio = stdio,
-        .stdio_count = 4,
-        .flags = UV_PROCESS_DETACHED,
+        .argv = args,
+        .fds = {cout[1], cerr[1], sock[1]},
+        .max_open_files = 1024,
     };
+    sandbox_level_t level;
+    pid_t pid = sandbox_spawn(&spec, &level);
+    close(cout[1]), close(cerr[1]), close(sock[1]);
+    if (pid < 0) {
+        close(cout[0]), close(cerr[0]), close(sock[0]);
+        return uv_translate_sys_error(-pid);
+    }
 
     worker_t *w = xcalloc(1, sizeof *w);
     w->loop = loop;
     w->events = events;
     w->ctx = ctx;
+    w->pid = pid;
     buf_init(&w->in);
-    w->process.data = w;
-    rc = uv_spawn(loop, &w->process, &opts);
-    close(cout[1]), close(cerr[1]), close(sock[1]);
-    if (rc < 0) {
-        close(cout[0]), close(cerr[0]), close(sock[0]);
-        /* A failed uv_spawn leaves an initialized handle that must be closed. */
-        w->handles = 1;
-        close_handle(w, (uv_handle_t *)&w->process);
-        return rc;
-    }
-    w->handles = 5;
+    watch_children(loop);
+    w->next_unreaped = unreaped;
+    unreaped = w;
+
+    w->handles = 4;
     uv_pipe_init(loop, &w->socket, 0);
     uv_pipe_open(&w->socket, sock[0]);
     w->socket.data = w;
@@ -309,7 +351,8 @@ int worker_start(uv_loop_t *loop, const config_t *cfg, const worker_events_t *ev
         uv_poll_start(&w->console[i].handle, UV_READABLE | UV_DISCONNECT, on_console_readable);
     }
     uv_read_start((uv_stream_t *)&w->socket, on_alloc, on_read);
-    log_debug("worker %d started", w->process.pid);
+    log_debug("worker %d started (%s)", pid,
+              level == SANDBOX_NAMESPACES ? "own PID namespace" : "own process group");
     *out = w;
     return 0;
 }
@@ -338,7 +381,7 @@ void worker_send(worker_t *w, const char *frame, size_t len)
 void worker_interrupt(worker_t *w)
 {
     if (!w->exited)
-        kill(w->process.pid, SIGINT);
+        kill(w->pid, SIGINT);
 }
 
 void worker_close(worker_t *w)
@@ -356,5 +399,5 @@ void worker_close(worker_t *w)
 
 pid_t worker_pid(const worker_t *w)
 {
-    return w->process.pid;
+    return w->pid;
 }
