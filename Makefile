@@ -40,7 +40,7 @@ $(BUILD)/lispmcp-worker.core: lisp/agent.lisp | $(BUILD)/obj
 	    --load lisp/agent.lisp --eval '(lispmcp-agent:save-core "$@")' >/dev/null
 
 $(BUILD)/tests/%: tests/unit/%.c $(LIB_OBJ) | $(BUILD)/tests
-	$(CC) $(ALL_CFLAGS) -Isrc $(shell pkg-config --cflags check) -o $@ $< $(LIB_OBJ) \
+	$(CC) $(ALL_CFLAGS) -MMD -MP -Isrc $(shell pkg-config --cflags check) -o $@ $< $(LIB_OBJ) \
 	    $(LDLIBS) $(shell pkg-config --libs check)
 
 deps:
@@ -64,7 +64,7 @@ check-asan:
 clean:
 	rm -rf build build-asan build-fuzz
 
--include $(OBJ:.o=.d)
+-include $(OBJ:.o=.d) $(UNIT:=.d)
 
 # Fuzzing (clang's libFuzzer): each target runs FUZZ_SECONDS on a copy of its
 # seed corpus in fuzz/corpus/, so new inputs never dirty the repository.

@@ -123,7 +123,7 @@ config_result_t config_parse(config_t *cfg, int argc, char **argv, FILE *out, FI
     if (env_token && *env_token)
         cfg->token = xstrdup(env_token);
 
-    optind = 1;
+    optind = 0;   /* 0, not 1: glibc then forgets a previous call's state */
     opterr = 0;
     int c, opt_index = -1;
     while ((c = getopt_long(argc, argv, ":", options, &opt_index)) != -1) {
@@ -168,7 +168,10 @@ config_result_t config_parse(config_t *cfg, int argc, char **argv, FILE *out, FI
             fprintf(err, "lispmcp: option %s needs a value\n", argv[optind - 1]);
             return CONFIG_EXIT_2;
         default:
-            fprintf(err, "lispmcp: unknown option %s (see --help)\n", argv[optind - 1]);
+            if (optopt)
+                fprintf(err, "lispmcp: unknown option -%c (see --help)\n", optopt);
+            else
+                fprintf(err, "lispmcp: unknown option %s (see --help)\n", argv[optind - 1]);
             return CONFIG_EXIT_2;
         }
         if (bad) {

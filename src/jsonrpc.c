@@ -62,8 +62,9 @@ int jsonrpc_parse(const char *data, size_t len, jsonrpc_msg_t *msg, json_t **err
                            "a message needs \"method\", or \"id\" with \"result\" or \"error\"");
         msg->kind = JSONRPC_RESPONSE;
     } else {
-        if (!json_is_string(method))
-            return invalid(root, error_response, "\"method\" must be a string");
+        if (!json_is_string(method) ||
+            strlen(json_string_value(method)) != json_string_length(method))
+            return invalid(root, error_response, "\"method\" must be a string without NUL");
         json_t *params = json_object_get(root, "params");
         if (params && !json_is_object(params) && !json_is_array(params))
             return invalid(root, error_response, "\"params\" must be an object or an array");

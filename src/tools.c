@@ -46,7 +46,7 @@ static const char tool_definitions[] = "["
     " \"inputSchema\": {\"type\": \"object\", \"properties\": {"
     "  \"code\": {\"type\": \"string\", \"description\": \"One or more Lisp forms.\"}, "
     SESSION_ARG ", " PACKAGE_ARG ", "
-    "  \"timeout-seconds\": {\"type\": \"number\", \"minimum\": 0, \"description\": \"Interrupt the "
+    "  \"timeout-seconds\": {\"type\": \"number\", \"minimum\": 0, \"maximum\": 1e7, \"description\": \"Interrupt the "
     "evaluation after this many seconds (0 = no limit; default: the server's --eval-timeout).\"}, "
     "  \"capture-time\": {\"type\": \"boolean\", \"description\": \"Also report real, run and GC time "
     "and bytes allocated, measured inside the image.\"}},"
@@ -177,9 +177,11 @@ static int check_arguments(json_t *tool, json_t *args, char *message, size_t siz
             return -1;
         }
         json_t *minimum = json_object_get(prop, "minimum");
-        if (minimum && json_number_value(value) < json_number_value(minimum)) {
-            snprintf(message, size, "Invalid params: argument \"%s\" must be at least %g",
-                     key, json_number_value(minimum));
+        json_t *maximum = json_object_get(prop, "maximum");
+        if ((minimum && json_number_value(value) < json_number_value(minimum)) ||
+            (maximum && json_number_value(value) > json_number_value(maximum))) {
+            snprintf(message, size, "Invalid params: argument \"%s\" must be between %g and %g",
+                     key, json_number_value(minimum), json_number_value(maximum));
             return -1;
         }
     }

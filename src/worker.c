@@ -102,8 +102,9 @@ static void watch_children(uv_loop_t *loop)
         return;
     sigchld = xmalloc(sizeof *sigchld);
     uv_signal_init(loop, sigchld);
+    /* Referenced: a dying worker's own handles go quiet before it is reaped,
+     * and the loop must not end until it has been. */
     uv_signal_start(sigchld, on_sigchld, SIGCHLD);
-    uv_unref((uv_handle_t *)sigchld);   /* the workers' own handles keep the loop alive */
 }
 
 static void on_handle_closed(uv_handle_t *h)
