@@ -278,13 +278,13 @@ json_t *report_error(const char *type, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(message, sizeof message, fmt, ap);
     va_end(ap);
-    json_t *sc = json_pack("{s:{s:s, s:o}}", "error", "type", type, "message",
-                           utf8_json_string(message, strlen(message)));
     buf_t text;
     buf_init(&text);
     buf_printf(&text, "[ERROR] %s\n%s", type, message);
-    json_t *result = report_ok(sc, text.data);
+    /* No structuredContent: it would have to match the tool's outputSchema,
+     * which describes results, and clients validate it even on errors. */
+    json_t *result = json_pack("{s:[{s:s, s:o}], s:b}", "content", "type", "text", "text",
+                               utf8_json_string(text.data, text.len), "isError", 1);
     buf_free(&text);
-    json_object_set_new(result, "isError", json_true());
     return result;
 }

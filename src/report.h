@@ -20,7 +20,7 @@ json_t *report_eval(report_kind_t kind, const eval_result_t *r);
 json_t *report_ok(json_t *structured, const char *text);
 
 /* A tool error that is not the user's Lisp error (an unknown session, a
- * limit): isError with the message as text and {"error": {...}}. */
+ * limit): isError, with "[ERROR] TYPE" and the message as its text. */
 json_t *report_error(const char *type, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
