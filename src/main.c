@@ -78,7 +78,7 @@ int main(int argc, char **argv)
     }
     if (check_runtime(&cfg) < 0) {
         config_free(&cfg);
-        return 1;
+        return 2;   /* a bad --sbcl or --core, or what their defaults name */
     }
 
     uv_loop_t *loop = uv_default_loop();
