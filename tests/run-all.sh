@@ -32,20 +32,27 @@ for t in "$@"; do
     [ "$status" -ne 0 ] && [ $((f + e)) -eq 0 ] && failed=$((failed + 1))
 done
 
-echo "== end-to-end (tests/e2e)"
-node --test --test-reporter=tap --test-concurrency=2 tests/e2e/ >"$log" 2>&1
-status=$?
-cat "$log"
-p=$(grep -E '^# pass [0-9]+' "$log" | tail -n 1 | sed -E 's/# pass //')
-f=$(grep -E '^# fail [0-9]+' "$log" | tail -n 1 | sed -E 's/# fail //')
-if [ -z "$p" ] || [ -z "$f" ]; then
-    echo "end-to-end: no summary (exit $status)"
-    failed=$((failed + 1))
-else
+# Run node's test runner on a folder and add its counts to the totals.
+node_tests() {
+    echo "== $1"
+    node --test --test-reporter=tap --test-concurrency=2 "$1" >"$log" 2>&1
+    status=$?
+    cat "$log"
+    p=$(grep -E '^# pass [0-9]+' "$log" | tail -n 1 | sed -E 's/# pass //')
+    f=$(grep -E '^# fail [0-9]+' "$log" | tail -n 1 | sed -E 's/# fail //')
+    if [ -z "$p" ] || [ -z "$f" ]; then
+        echo "$1: no summary (exit $status)"
+        failed=$((failed + 1))
+        return
+    fi
     passed=$((passed + p))
     failed=$((failed + f))
     [ "$status" -ne 0 ] && [ "$f" -eq 0 ] && failed=$((failed + 1))
-fi
+}
+
+node_tests tests/e2e/
+# valgrind cannot run a sanitizer build: the leak check runs with the plain one.
+[ "$BUILD" = build ] && node_tests tests/valgrind/
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -420,9 +420,11 @@ export function killZeroSucceeds(pid) {
 // ---------------------------------------------------------------------------
 
 export class RawServer {
-  constructor({ args = [], env = {} } = {}) {
+  /** wrapper: a command to run the binary under, e.g. ['valgrind', '--leak-check=full']. */
+  constructor({ args = [], env = {}, wrapper = null, bin = BIN } = {}) {
     this.args = args;
-    this.proc = spawn(BIN, args, {
+    const [command, ...argv] = wrapper ? [...wrapper, bin, ...args] : [bin, ...args];
+    this.proc = spawn(command, argv, {
       cwd: REPO_ROOT,
       env: { ...process.env, ...env },
       stdio: ['pipe', 'pipe', 'pipe'],
