@@ -4,6 +4,8 @@
 #   make run          install what is missing, build, start the server (stdio)
 #   make check        every test: C unit tests and end-to-end tests
 #   make check-asan   the same under AddressSanitizer and UBSan
+#   make soak         random hostile programs in many sessions (SOAK_SECONDS)
+#   make fuzz         the libFuzzer targets (FUZZ_SECONDS each)
 #   make clean        remove everything built
 
 CC      ?= cc
@@ -22,7 +24,7 @@ OBJ      = $(patsubst src/%.c,$(BUILD)/obj/%.o,$(SRC))
 LIB_OBJ  = $(filter-out $(BUILD)/obj/main.o,$(OBJ))
 UNIT     = $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/test_*.c))
 
-.PHONY: all run check check-asan deps clean fuzz
+.PHONY: all run check check-asan soak deps clean fuzz
 
 all: $(BUILD)/lispmcp $(BUILD)/lispmcp-worker.core
 
@@ -56,6 +58,10 @@ run: deps
 check: deps
 	@$(MAKE) --no-print-directory all $(UNIT) node_modules/.package-lock.json
 	@BUILD=$(BUILD) tests/run-all.sh $(UNIT)
+
+# Random hostile programs in many sessions for SOAK_SECONDS (not part of check).
+soak: all node_modules/.package-lock.json
+	node tests/soak/soak.mjs
 
 check-asan:
 	@$(MAKE) --no-print-directory check BUILD=build-asan CFLAGS="-O1 -g" \
