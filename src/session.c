@@ -27,6 +27,7 @@ struct eval_job {
     uint32_t    seq;
     double      timeout;
     double      started_ms;       /* 0 while queued */
+    double      kill_at_ms;       /* when an interrupted job's image is killed */
     int         interrupted;      /* SIGINT sent (time limit or cancel) */
     int         timed_out;
     int         cancelled;
@@ -42,6 +43,7 @@ struct registry {
 };
 
 static void run_next(session_t *s);
+static void on_timer(uv_timer_t *t);
 
 /* ---- completing evaluations ------------------------------------------ */
 
@@ -177,19 +179,37 @@ static int start_worker(session_t *s, const char **err)
     return 0;
 }
 
+/* While an interrupted evaluation has not answered, the interrupt is sent
+ * again this often: one that lands between two evaluations is ignored. */
+#define INTERRUPT_REPEAT_MS 250
+
+static void interrupt_job(session_t *s, eval_job_t *job)
+{
+    double grace_ms = s->registry->srv->cfg->interrupt_grace * 1000;
+    uint64_t every = grace_ms < INTERRUPT_REPEAT_MS ? (uint64_t)grace_ms + 1 : INTERRUPT_REPEAT_MS;
+    job->interrupted = 1;
+    job->kill_at_ms = now_ms() + grace_ms;
+    worker_interrupt(s->worker);
+    uv_timer_start(&s->timer, on_timer, every, every);
+}
+
 static void on_timer(uv_timer_t *t)
 {
     session_t *s = t->data;
     eval_job_t *job = s->running;
-    double grace = s->registry->srv->cfg->interrupt_grace;
     if (!job->interrupted) {
-        job->interrupted = job->timed_out = 1;
-        worker_interrupt(s->worker);
-        uv_timer_start(&s->timer, on_timer, (uint64_t)(grace * 1000), 0);
+        job->timed_out = 1;
+        interrupt_job(s, job);
         return;
     }
+    if (now_ms() < job->kill_at_ms) {
+        worker_interrupt(s->worker);
+        return;
+    }
+    uv_timer_stop(&s->timer);
     char why[160], detail[256];
-    snprintf(why, sizeof why, "was killed: it did not stop within %g s of being interrupted", grace);
+    snprintf(why, sizeof why, "was killed: it did not stop within %g s of being interrupted",
+             s->registry->srv->cfg->interrupt_grace);
     snprintf(detail, sizeof detail, "The session's Lisp image %s.", why);
     log_info("session %s: %s", s->id, detail);
     lose_image(s, why);
@@ -288,12 +308,8 @@ void eval_job_cancel(eval_job_t *job)
     session_t *s = job->session;
     job->cancelled = 1;
     if (job == s->running) {
-        if (!job->interrupted) {
-            job->interrupted = 1;
-            worker_interrupt(s->worker);
-            uv_timer_start(&s->timer, on_timer,
-                           (uint64_t)(s->registry->srv->cfg->interrupt_grace * 1000), 0);
-        }
+        if (!job->interrupted)
+            interrupt_job(s, job);
         return;
     }
     eval_job_t **p = &s->queue_head, *prev = NULL;

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <sys/wait.h>
@@ -381,8 +382,9 @@ void worker_send(worker_t *w, const char *frame, size_t len)
 
 void worker_interrupt(worker_t *w)
 {
+    /* To the main thread, which evaluates, even when user threads exist. */
     if (!w->exited)
-        kill(w->pid, SIGINT);
+        syscall(SYS_tgkill, w->pid, w->pid, SIGINT);
 }
 
 void worker_close(worker_t *w)

@@ -1,0 +1,468 @@
+;;;; agent.lisp — the Lisp side of lispmcp.
+;;;;
+;;;; Every lispmcp session is one SBCL process (a "worker") started from a core
+;;;; saved with this agent as its toplevel.  The agent reads evaluate requests
+;;;; from fd 3, evaluates the code like a REPL would (definitions, the current
+;;;; package and print settings persist), and answers each with one JSON reply.
+;;;; docs/worker-protocol.md is the contract; build the core with
+;;;;
+;;;;   sbcl --noinform --non-interactive --no-sysinit --no-userinit \
+;;;;        --load lisp/agent.lisp \
+;;;;        --eval '(lispmcp-agent:save-core "build/lispmcp-worker.core")'
+
+(defpackage :lispmcp-agent
+  (:use :common-lisp)
+  (:export #:main #:save-core))
+
+(in-package :lispmcp-agent)
+
+;;; Bounded output streams
+
+(defclass capture (sb-gray:fundamental-character-output-stream)
+  ((cap :initarg :cap :initform nil :reader cap) ; UTF-8 bytes kept; NIL = all
+   ;; A strict capture THROWs to itself once full: printing a value stops early.
+   (strict :initarg :strict :initform nil :reader strict)
+   (kept :initform 0 :accessor kept)
+   (dropped :initform 0 :accessor dropped)
+   (column :initform 0 :accessor column)
+   ;; The kept text: BUFFER up to FILL-INDEX (faster than a string-output-stream).
+   (buffer :initform (make-string 64) :accessor buffer)
+   (fill :initform 0 :accessor fill-index))
+  (:documentation "Keeps the first CAP UTF-8 bytes written to it and counts the rest."))
+
+(declaim (inline octets))
+(defun octets (char)
+  "Length of CHAR in UTF-8."
+  (let ((code (char-code char)))
+    (cond ((< code #x80) 1) ((< code #x800) 2) ((< code #x10000) 3) (t 4))))
+
+(defmacro specializing ((string) &body body)
+  "BODY, compiled once for each kind of simple string STRING may be: fast loops."
+  `(etypecase ,string
+     ((simple-array character (*)) ,@body)
+     (simple-base-string ,@body)))
+
+(defun fit (string start end room)
+  "The index up to which STRING's characters fit in ROOM bytes, and their bytes."
+  (declare (fixnum start end room) (optimize speed))
+  (specializing (string)
+    (do ((i start (1+ i)) (bytes 0))
+        ((= i end) (values end bytes))
+      (declare (fixnum i bytes))
+      (let ((next (+ bytes (octets (schar string i)))))
+        (when (> next room) (return (values i bytes)))
+        (setf bytes next)))))
+
+(defun last-newline (string start end)
+  (declare (optimize speed))
+  (specializing (string)
+    (position #\Newline string :start start :end end :from-end t)))
+
+(defun space-left (s)
+  ;; Once something was dropped nothing more is kept: the text stays a prefix.
+  (cond ((plusp (dropped s)) 0)
+        ((cap s) (- (cap s) (kept s)))
+        (t most-positive-fixnum)))
+
+(defun overflow (s bytes)
+  (incf (dropped s) bytes)
+  (when (strict s) (throw s nil)))
+
+(defun append-text (s string start end)
+  (declare (fixnum start end) (optimize speed))
+  (let* ((buffer (buffer s))
+         (fill (fill-index s))
+         (new-fill (+ fill (- end start))))
+    (declare (type (simple-array character (*)) buffer) (fixnum fill new-fill))
+    (when (> new-fill (length buffer))
+      (setf buffer (replace (make-string (max new-fill (* 2 (length buffer)))) buffer :end2 fill)
+            (buffer s) buffer))
+    (specializing (string)
+      (replace buffer string :start1 fill :start2 start :end2 end))
+    (setf (fill-index s) new-fill)))
+
+(defmethod sb-gray:stream-write-string ((s capture) string &optional (start 0) end)
+  (let* ((simple (coerce string 'simple-string))
+         (end (or end (length simple))))
+    (multiple-value-bind (stop bytes) (fit simple start end (space-left s))
+      (append-text s simple start stop)
+      (incf (kept s) bytes)
+      ;; The column of what was kept: after a drop nothing more is kept anyway.
+      (let ((newline (last-newline simple start stop)))
+        (setf (column s) (if newline (- stop newline 1) (+ (column s) (- stop start)))))
+      (when (< stop end)
+        ;; A strict capture is about to stop the printer: its count is a lower bound.
+        (overflow s (if (strict s)
+                        (- end stop)
+                        (nth-value 1 (fit simple stop end most-positive-fixnum)))))))
+  string)
+
+(defmethod sb-gray:stream-write-char ((s capture) char)
+  (setf (column s) (if (char= char #\Newline) 0 (1+ (column s))))
+  (let ((bytes (octets char)))
+    (cond ((<= bytes (space-left s))
+           (append-text s (string char) 0 1)
+           (incf (kept s) bytes))
+          (t (overflow s bytes))))
+  char)
+
+(defmethod sb-gray:stream-line-column ((s capture))
+  (column s))
+
+(defun captured (s)
+  (subseq (buffer s) 0 (fill-index s)))
+
+;;; Printing values, conditions and frames
+
+(defun type-name (condition)
+  "CONDITION's class name as PRIN1 prints it from CL-USER."
+  (with-standard-io-syntax (prin1-to-string (class-name (class-of condition)))))
+
+(defun bounded (cap function)
+  "What FUNCTION writes to the stream it gets, cut after about CAP bytes (marked
+\" ...\"); an error while writing ends the text with a placeholder."
+  (let ((s (make-instance 'capture :cap cap :strict t)))
+    (catch s
+      (handler-case (funcall function s)
+        (error () (write-string " #<error printing>" s))))
+    (if (plusp (dropped s))
+        (concatenate 'string (captured s) " ...")
+        (captured s))))
+
+(defun report (condition &optional brief)
+  "CONDITION's report (a type error's can hold a huge datum: at most 64 KB).  BRIEF
+leaves out what a simple condition adds to its format control (a reader error's
+\"Stream: ...\": the reply says where instead)."
+  (bounded 65536 (lambda (s)
+                   (if (and brief (typep condition 'simple-condition))
+                       (apply #'format s (simple-condition-format-control condition)
+                              (simple-condition-format-arguments condition))
+                       (princ condition s)))))
+
+(defun printed-size (string)
+  "The bytes PRIN1 makes of STRING: its characters, the quotes and the escapes."
+  (declare (optimize speed))
+  (let ((string (coerce string 'simple-string)) (bytes 2))
+    (declare (fixnum bytes))
+    (specializing (string)
+      (loop for char across string
+            do (incf bytes (case char ((#\" #\\) 2) (t (octets char))))))
+    bytes))
+
+(defun print-value (value cap)
+  "PRIN1 VALUE into a capture of CAP bytes; return the text and the bytes dropped."
+  (let ((s (make-instance 'capture :cap cap :strict t))
+        (*print-circle* t)
+        (*print-length* (or *print-length* 1000))
+        (*print-level* (or *print-level* 100)))
+    (handler-case (catch s (prin1 value s))
+      (error (e)
+        (setf s (make-instance 'capture :cap cap))
+        (format s "#<error printing object: ~A>" (report e))))
+    ;; Printing stopped at the cap, so the bytes dropped are only a lower bound,
+    ;; except for a string, whose printed size is cheap to know.
+    (values (captured s)
+            (if (and (stringp value) (plusp (dropped s)))
+                (- (printed-size value) (kept s))
+                (dropped s)))))
+
+(defun frame-key (frame)
+  "The symbol naming FRAME's function (or the function it is local to), or a string."
+  (let ((name (sb-di:debug-fun-name (sb-di:frame-debug-fun frame))))
+    (loop while (consp name)
+          do (setf name (if (member :in name) (car (last name)) (second name))))
+    name))
+
+(defparameter *machinery*
+  '(signal error cerror break invoke-debugger sb-kernel::%signal sb-kernel:internal-error
+    sb-kernel:with-simple-condition-restarts sb-int:%break sb-debug::run-hook
+    sb-kernel::heap-exhausted-error sb-kernel::control-stack-exhausted-error sb-vm::alloc-tramp
+    sb-sys:invoke-interruption sb-unix::run-handler)
+  "Functions between the user's code and a handler: the top of a backtrace.")
+
+(defparameter *plumbing*
+  '(eval sb-int:simple-eval-in-lexenv sb-impl::%simple-eval (lambda ()))
+  "Functions between the agent and the user's code: the bottom of a backtrace.
+(LAMBDA ()) is the toplevel form as EVAL compiled it.")
+
+(defun user-frames ()
+  "Up to 20 frames of the user's code, innermost last."
+  (let ((frames '()))                   ; collected innermost first, so pushed last
+    (block walk
+      (sb-debug::map-backtrace
+       (lambda (frame)
+         (let ((key (frame-key frame)))
+           (cond ((and key (symbolp key)  ; the agent's own: above or below the user's
+                       (eq (symbol-package key) (load-time-value (find-package "LISPMCP-AGENT"))))
+                  (when frames (return-from walk)))
+                 ((and (stringp key) (search "foreign function" key))) ; never the user's
+                 ((and (null frames) (member key *machinery*)))
+                 ;; Enough, with room for the plumbing dropped below.
+                 ((> (length frames) 25) (return-from walk))
+                 (t (push frame frames)))))))
+    (loop while (and frames (member (sb-di:debug-fun-name (sb-di:frame-debug-fun (first frames)))
+                                    *plumbing* :test #'equal))
+          do (pop frames))
+    (last frames 20)))
+
+(defun frame-string (frame package)
+  "FRAME as a backtrace line: one line, at most about 1000 bytes."
+  (with-standard-io-syntax
+    (let ((*package* package) (*print-readably* nil) (*print-circle* t)
+          (*print-length* 10) (*print-level* 4))
+      (bounded 1000 (lambda (s) (sb-debug::print-frame-call frame s))))))
+
+(defun backtrace ()
+  (loop for frame in (reverse (user-frames))
+        for i from 0
+        collect (format nil "~D: ~A" i (frame-string frame *package*))))
+
+;;; Evaluation
+
+(defvar *evaluating* nil
+  "True while the user's code runs or its values print.")
+
+(defun on-sigint (signal info context)
+  "SIGINT is how the server stops an evaluation (timeout, cancellation).  Like
+SBCL's own handler, signal INTERACTIVE-INTERRUPT in the interrupted code; unlike it,
+never enter the debugger: a SIGINT that comes while the worker is idle (the server's
+timeout racing the reply) is ignored.  SBCL's handler also nests a level per signal
+and dies after 8 that come in quick succession."
+  (declare (ignore signal info))
+  (when *evaluating*
+    (sb-sys:with-interrupts
+      (let ((context (sb-alien:sap-alien context (* sb-sys:os-context-t))))
+        (signal 'sb-sys:interactive-interrupt
+                :context context :address (sb-sys:sap-int (sb-vm:context-pc context)))))))
+
+(defun counters ()
+  "Monotonic ns, run time µs, GC µs, bytes consed."
+  (multiple-value-bind (sec nsec) (sb-unix::clock-gettime 1)
+    (vector (+ (* sec 1000000000) nsec) (get-internal-run-time)
+            sb-ext:*gc-run-time* (sb-ext:get-bytes-consed))))
+
+(defun restore-sane-globals ()
+  "Repair what would make every later call fail to read."
+  (unless (and (packagep *package*) (package-name *package*))
+    (setf *package* (find-package "COMMON-LISP-USER")))
+  (unless (typep *readtable* 'readtable)
+    (setf *readtable* (copy-readtable nil))))
+
+(defun line-and-column (string position)
+  (let ((start (1+ (or (position #\Newline string :end position :from-end t) -1))))
+    (values (1+ (count #\Newline string :end position)) (1+ (- position start)))))
+
+(defun failure (condition phase code position)
+  "The reply's \"error\" object for CONDITION."
+  `(:object ("type" . ,(type-name condition))
+            ("message" . ,(report condition (eq phase :read)))
+            ("backtrace" . ,(coerce (if (eq phase :eval) (backtrace) '()) 'vector))
+            ("phase" . ,(if (eq phase :read) "read" "eval"))
+            ,@(when (eq phase :read)
+                (multiple-value-bind (line column) (line-and-column code position)
+                  `(("position" . ,position) ("line" . ,line) ("column" . ,column))))))
+
+(defun evaluate (code package-name timing-p output-cap value-cap)
+  "Read and evaluate the forms of CODE one by one; return the reply's fields."
+  (restore-sane-globals)
+  (let* ((out (make-instance 'capture :cap output-cap))
+         (err (make-instance 'capture :cap output-cap))
+         (io (make-two-way-stream (make-string-input-stream "") out))
+         (code-stream (make-string-input-stream code))
+         (warnings '()) (warnings-dropped 0) (results '()) (printed '()) (value-bytes 0)
+         (phase :setup) (form-start 0) (failed nil) (interrupted nil)
+         (start (when timing-p (counters))) (timing nil))
+    (flet ((stop-timing ()
+             (when (and start (not timing))
+               (setf timing (map 'vector #'- (counters) start)))))
+      (block run
+        (flet ((fail (condition)
+                 ;; The first failure wins; a SIGINT that comes meanwhile waits
+                 ;; (rather than nest) and then unwinds with it.
+                 (sb-sys:without-interrupts
+                   (unless failed
+                     (stop-timing)
+                     ;; Where a read failed: the start of an incomplete form (end
+                     ;; of file), else the last character the reader consumed.
+                     (let ((position (if (typep condition 'end-of-file)
+                                         form-start
+                                         (max form-start (1- (file-position code-stream))))))
+                       (setf failed (failure condition phase code position)
+                             interrupted (typep condition 'sb-sys:interactive-interrupt)))))
+                 (return-from run)))
+          (handler-bind ((warning (lambda (w)
+                                    (if (< (length warnings) 100)
+                                        (push `(:object ("type" . ,(type-name w))
+                                                        ("message" . ,(report w)))
+                                              warnings)
+                                        (incf warnings-dropped))
+                                    (let ((muffle (find-restart 'muffle-warning w)))
+                                      (when muffle (invoke-restart muffle)))))
+                         (serious-condition #'fail))
+            (let* ((*evaluating* t)
+                   ;; BREAK and INVOKE-DEBUGGER skip the handlers: fail there too.
+                   (sb-ext:*invoke-debugger-hook* (lambda (condition hook)
+                                                    (declare (ignore hook))
+                                                    (fail condition)))
+                   (*standard-output* out) (*error-output* err) (*trace-output* err)
+                   (*standard-input* (two-way-stream-input-stream io))
+                   (*terminal-io* io) (*query-io* io) (*debug-io* io)
+                   (package (and package-name
+                                 (or (find-package (string-upcase package-name))
+                                     (sb-int:find-undeleted-package-or-lose package-name)))))
+              ;; *PACKAGE* is bound only for a package argument: otherwise the
+              ;; user's IN-PACKAGE sets the session's current package.
+              (progv (when package '(*package*)) (when package (list package))
+                (loop (setf phase :read
+                            form-start (progn (peek-char t code-stream nil)
+                                              (file-position code-stream)))
+                      (let ((form (read code-stream nil code-stream)))
+                        (when (eq form code-stream) (return))
+                        (setf phase :eval
+                              results (multiple-value-list (eval form)))))
+                (stop-timing)
+                (restore-sane-globals)  ; the values print in the current package
+                (setf phase :eval)
+                (dolist (value results)
+                  (multiple-value-bind (text dropped) (print-value value value-cap)
+                    (push text printed)
+                    (incf value-bytes dropped))))))))
+      (restore-sane-globals)
+      (flet ((count-of (key n) (when (plusp n) (list (cons key n)))))
+        (let ((truncated (append (count-of "stdout" (dropped out)) (count-of "stderr" (dropped err))
+                                 (count-of "values" value-bytes)
+                                 (count-of "warnings" warnings-dropped))))
+          `(("values" . ,(coerce (if failed '() (reverse printed)) 'vector))
+            ("stdout" . ,(captured out))
+            ("stderr" . ,(captured err))
+            ("warnings" . ,(coerce (reverse warnings) 'vector))
+            ("package" . ,(package-name *package*))
+            ("timing" . ,(when timing
+                           `(:object ("real-ns" . ,(aref timing 0)) ("run-us" . ,(aref timing 1))
+                                     ("gc-us" . ,(aref timing 2)) ("bytes" . ,(aref timing 3)))))
+            ("truncated" . ,(when truncated `(:object ,@truncated)))
+            ("error" . ,failed)
+            ("interrupted" . ,interrupted)))))))
+
+;;; JSON, written without the printer so that no user setting can change it
+
+(defun write-decimal (n out)
+  (when (minusp n) (write-char #\- out) (setf n (- n)))
+  (multiple-value-bind (q r) (floor n 10)
+    (when (plusp q) (write-decimal q out))
+    (write-char (code-char (+ 48 r)) out)))
+
+(defun escape-p (char)
+  (let ((code (char-code char)))
+    (or (< code #x20) (= code 34) (= code 92) (<= #xD800 code #xDFFF))))
+
+(defun write-json-string (string out)
+  (let ((string (coerce string 'simple-string)))
+    (write-char #\" out)
+    (loop for start = 0 then (1+ end)
+          for end = (position-if #'escape-p string :start start)
+          do (write-string string out :start start :end end)
+             (unless end (return))
+             (let* ((char (char string end)) (code (char-code char)))
+               (case char
+                 (#\" (write-string "\\\"" out))
+                 (#\\ (write-string "\\\\" out))
+                 (#\Newline (write-string "\\n" out))
+                 (#\Tab (write-string "\\t" out))
+                 (t (if (< code #x20)
+                        (format out "\\u~4,'0X" code)
+                        (write-char (code-char #xFFFD) out)))))) ; a lone surrogate
+    (write-char #\" out)))
+
+(defun write-json (x out)
+  "Write X: a string, integer, T (true), vector (array) or (:object (key . value)...);
+members whose value is NIL are left out."
+  (etypecase x
+    (string (write-json-string x out))
+    (integer (write-decimal x out))
+    ((eql t) (write-string "true" out))
+    (vector (write-char #\[ out)
+     (loop for e across x for i from 0
+           do (when (plusp i) (write-char #\, out)) (write-json e out))
+     (write-char #\] out))
+    (cons (write-char #\{ out)
+     (loop for (key . value) in (remove nil (rest x) :key #'cdr) for i from 0
+           do (when (plusp i) (write-char #\, out))
+              (write-json-string key out) (write-char #\: out) (write-json value out))
+     (write-char #\} out))))
+
+;;; Frames on fd 3
+
+(defun bye ()
+  (sb-ext:exit :code 0 :abort t))
+
+(defun u32 (octets i)
+  (logior (ash (aref octets i) 24) (ash (aref octets (+ i 1)) 16)
+          (ash (aref octets (+ i 2)) 8) (aref octets (+ i 3))))
+
+(defun receive (io)
+  "The next frame's payload; end of file (or an oversized frame) ends the worker."
+  (let ((header (make-array 4 :element-type '(unsigned-byte 8))))
+    (when (< (read-sequence header io) 4) (bye))
+    (let ((n (u32 header 0)))
+      (when (> n (expt 2 30)) (bye))
+      (let ((payload (make-array n :element-type '(unsigned-byte 8))))
+        (when (< (read-sequence payload io) n) (bye))
+        payload))))
+
+(defun send (io json)
+  (let* ((text (with-output-to-string (out) (write-json json out)))
+         (payload (sb-ext:string-to-octets text :external-format :utf-8))
+         (n (length payload)))
+    (write-sequence (vector (ldb (byte 8 24) n) (ldb (byte 8 16) n) (ldb (byte 8 8) n) (ldb (byte 8 0) n))
+                    io)
+    (write-sequence payload io)
+    (finish-output io)))
+
+(defun serve (frame)
+  "The reply to one request frame."
+  (let* ((n (length frame))
+         (package-end (when (>= n 22) (+ 18 (u32 frame 14))))
+         (code-start (when package-end (+ package-end 4))))
+    (if (and code-start (= (aref frame 0) #x45) (<= code-start n)
+             (= (u32 frame package-end) (- n code-start)))
+        (flet ((text (start end)
+                 (sb-ext:octets-to-string frame :start start :end end
+                                                :external-format `(:utf-8 :replacement ,(code-char #xFFFD)))))
+          (let ((package (text 18 package-end))
+                (cap (u32 frame 6))
+                (value-cap (u32 frame 10)))
+            `(:object ("seq" . ,(u32 frame 1))
+                      ,@(evaluate (text code-start n) (when (plusp (length package)) package)
+                                  (logbitp 0 (aref frame 5))
+                                  (when (plusp cap) cap) (when (plusp value-cap) value-cap)))))
+        '(:object ("seq" . 0)
+          ("error" :object ("type" . "PROTOCOL-ERROR")
+           ("message" . "malformed request: expected an E frame as in worker-protocol.md"))))))
+
+(defun main ()
+  "The worker's toplevel: serve requests on fd 3 until it reaches end of file."
+  (sb-ext:disable-debugger)
+  (sb-sys:enable-interrupt sb-unix:sigint #'on-sigint)
+  (sb-alien:alien-funcall                ; fd 3 is not for the user's child processes
+   (sb-alien:extern-alien "fcntl" (function sb-alien:int sb-alien:int sb-alien:int sb-alien:int))
+   3 2 1)                                ; F_SETFD, FD_CLOEXEC
+  (sb-alien:alien-funcall                ; die with the server
+   (sb-alien:extern-alien "prctl" (function sb-alien:int sb-alien:int sb-alien:unsigned-long))
+   1 9)                                  ; PR_SET_PDEATHSIG, SIGKILL
+  (when (= 1 (sb-alien:alien-funcall (sb-alien:extern-alien "getppid" (function sb-alien:int))))
+    (bye))                               ; it died before we asked
+  (let ((io (sb-sys:make-fd-stream 3 :input t :output t :element-type '(unsigned-byte 8)
+                                     :buffering :full :name "lispmcp server")))
+    (send io `(:object ("hello" . 1) ("pid" . ,(sb-unix:unix-getpid))
+                       ("lisp" . ,(format nil "~A ~A" (lisp-implementation-type)
+                                          (lisp-implementation-version)))))
+    (loop (send io (serve (receive io))))))
+
+(defun save-core (path)
+  "Save the worker core to PATH, with MAIN as its toplevel."
+  (ensure-directories-exist path)
+  (sb-ext:save-lisp-and-die path :toplevel #'main :executable nil))
+
+;;; User code must not redefine the agent by accident.
+(sb-ext:lock-package :lispmcp-agent)
