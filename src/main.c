@@ -89,8 +89,11 @@ int main(int argc, char **argv)
         config_free(&cfg);
         return 1;
     }
+    char self[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    self[n > 0 ? n : 0] = '\0';
     log_info("lispmcp %s serving MCP over stdio (SBCL: %s). Register it with an MCP client, "
-             "e.g.: claude mcp add lisp -- %s", LISPMCP_VERSION, cfg.sbcl, argv[0]);
+             "e.g.: claude mcp add lisp -- %s", LISPMCP_VERSION, cfg.sbcl, n > 0 ? self : argv[0]);
     uv_run(loop, UV_RUN_DEFAULT);
     uv_loop_close(loop);
     uv_tty_reset_mode();

@@ -42,7 +42,6 @@ struct mcp_conn {
     mcp_send_fn send;
     void       *transport;
     int         initialized;     /* initialize has been answered */
-    int         closing;
     pending_t  *pending;         /* tools/call requests not yet answered */
     char        log_level[16];
 };
@@ -60,15 +59,24 @@ mcp_conn_t *mcp_conn_new(server_t *srv, mcp_send_fn send, void *transport)
 
 void mcp_conn_free(mcp_conn_t *c)
 {
-    c->closing = 1;
-    registry_free(c->sessions);   /* completes every pending call */
+    /* Every pending call completes now, answered with a SESSION-CLOSED error
+     * result while the transport can still carry it: each request gets its
+     * one response. */
+    registry_free(c->sessions);
     free(c);
+}
+
+int mcp_conn_pending(const mcp_conn_t *c)
+{
+    int n = 0;
+    for (const pending_t *p = c->pending; p; p = p->next)
+        n++;
+    return n;
 }
 
 static void send_message(mcp_conn_t *c, json_t *m)
 {
-    if (!c->closing)
-        c->send(c->transport, m);
+    c->send(c->transport, m);
     json_decref(m);
 }
 

@@ -18,8 +18,11 @@ typedef void (*mcp_send_fn)(void *transport, json_t *message);
 
 mcp_conn_t *mcp_conn_new(server_t *srv, mcp_send_fn send, void *transport);
 void mcp_conn_handle(mcp_conn_t *conn, const char *data, size_t len);
-/* Close every session of the connection (pending calls are answered with
- * nothing) and free it. */
+/* Requests received and not answered yet. */
+int mcp_conn_pending(const mcp_conn_t *conn);
+
+/* Close every session of the connection (pending calls are answered with a
+ * SESSION-CLOSED error result) and free it. */
 void mcp_conn_free(mcp_conn_t *conn);
 
 #endif

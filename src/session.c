@@ -444,7 +444,8 @@ session_t *registry_create(registry_t *reg, const char *name, const char **err)
 
 void registry_close(registry_t *reg, session_t *s)
 {
-    drop_all(s, "The session was closed before this evaluation finished.");
+    drop_all(s, "The session was closed (by close-session, or because the server shut down) "
+                "before this evaluation finished.");
     if (s->worker)
         worker_close(s->worker);
     s->worker = NULL;

@@ -18,6 +18,10 @@
 #include "util.h"
 
 #define READ_CHUNK 65536
+/* After EOF on stdin, calls already received get this long to be answered
+ * (a script piped into the server wants its answers); then the server ends. */
+#define DRAIN_MS   2000
+#define DRAIN_POLL 10
 
 typedef union stdio_stream {
     uv_handle_t handle;
@@ -36,7 +40,10 @@ typedef struct stdio_transport {
     buf_t          line;            /* an incomplete line */
     int            discarding;      /* skipping the rest of an oversized line */
     int            pending_writes;
+    int            input_done;      /* EOF seen: draining */
     int            shutting_down;
+    double         drain_until_ms;
+    uv_timer_t     drain;
     uv_signal_t    sigterm, sigint;
 } stdio_transport_t;
 
@@ -161,6 +168,31 @@ static void feed(stdio_transport_t *t, const char *data, size_t n)
 
 static void shut_down(stdio_transport_t *t);
 
+static void on_drain_tick(uv_timer_t *h)
+{
+    stdio_transport_t *t = h->data;
+    if (mcp_conn_pending(t->conn) == 0 || now_ms() >= t->drain_until_ms)
+        shut_down(t);
+}
+
+/* stdin is finished: answer what is in flight, briefly, then shut down. */
+static void input_finished(stdio_transport_t *t)
+{
+    if (t->input_done || t->shutting_down)
+        return;
+    t->input_done = 1;
+    if (!t->in_is_file)
+        uv_read_stop(&t->in.stream);
+    if (mcp_conn_pending(t->conn) == 0) {
+        shut_down(t);
+        return;
+    }
+    log_info("stdin closed: answering %d call(s) in progress, for up to %d ms",
+             mcp_conn_pending(t->conn), DRAIN_MS);
+    t->drain_until_ms = now_ms() + DRAIN_MS;
+    uv_timer_start(&t->drain, on_drain_tick, DRAIN_POLL, DRAIN_POLL);
+}
+
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *b)
 {
     (void)h;
@@ -175,7 +207,7 @@ static void on_stream_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *b)
     if (nread < 0) {
         if (nread != UV_EOF)
             log_warn("reading stdin: %s", uv_strerror((int)nread));
-        shut_down(t);
+        input_finished(t);
         return;
     }
     feed(t, b->base, (size_t)nread);
@@ -193,7 +225,7 @@ static void on_file_read(uv_fs_t *req)
     if (n <= 0) {
         if (n < 0)
             log_warn("reading stdin: %s", uv_strerror((int)n));
-        shut_down(t);
+        input_finished(t);
         return;
     }
     feed(t, t->fs_buf, (size_t)n);
@@ -234,13 +266,14 @@ static void shut_down(stdio_transport_t *t)
     if (t->shutting_down)
         return;
     t->shutting_down = 1;
-    log_info("stdin closed: shutting down");
+    log_info("shutting down");
     mcp_conn_free(t->conn);   /* kills every worker; they are reaped as the loop runs on */
     t->conn = NULL;
     if (!t->in_is_file)
         uv_close(&t->in.handle, NULL);
     uv_close((uv_handle_t *)&t->sigterm, NULL);
     uv_close((uv_handle_t *)&t->sigint, NULL);
+    uv_close((uv_handle_t *)&t->drain, NULL);
     if (t->pending_writes == 0)
         close_output(t);
     buf_free(&t->line);
@@ -267,6 +300,8 @@ int transport_stdio_start(server_t *srv)
         return rc;
     t->conn = mcp_conn_new(srv, send_line, t);
 
+    uv_timer_init(srv->loop, &t->drain);
+    t->drain.data = t;
     uv_signal_init(srv->loop, &t->sigterm);
     uv_signal_init(srv->loop, &t->sigint);
     t->sigterm.data = t->sigint.data = t;

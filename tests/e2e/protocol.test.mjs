@@ -434,3 +434,23 @@ describe('command line', () => {
     assert.deepEqual(pong.result, {});
   });
 });
+
+describe('stdin closed with calls in progress', () => {
+  test('a piped script gets its answers; a call still running after the drain gets SESSION-CLOSED', { timeout: 60_000 }, async () => {
+    const lines = [
+      { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'pipe', version: '1' } } },
+      { jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'evaluate-lisp', arguments: { code: '(progn (sleep 0.3) (* 6 7))' } } },
+      { jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'evaluate-lisp', arguments: { code: '(sleep 60)' } } },
+    ];
+    const t0 = Date.now();
+    const r = await runBinary([], { input: lines.map((l) => JSON.stringify(l)).join('\n') + '\n', timeout: 30_000 });
+    const elapsed = Date.now() - t0;
+    assert.equal(r.code, 0, r.stderr);
+    const out = r.stdout.trim().split('\n').map((l) => JSON.parse(l));
+    assert.deepEqual(out.map((m) => m.id), [1, 2, 3], 'one response per request, in order');
+    assert.deepEqual(out[1].result.structuredContent.values, ['42']);
+    assert.equal(out[2].result.isError, true);
+    assert.match(out[2].result.content[0].text, /SESSION-CLOSED/);
+    assert.ok(elapsed < 15_000, `shutdown took ${elapsed} ms`);
+  });
+});
