@@ -213,42 +213,33 @@ export function assertNotSchemaViolation(e) {
 }
 
 /**
- * Expect the call to fail because a session id is unknown: either a result with isError whose text
- * names the id, or a JSON-RPC error -32602 whose message names the id.
+ * Expect a call to fail with a message naming `word` (case-insensitive): either a JSON-RPC
+ * -32602 error or a result with isError. `what` says what kind of failure, for messages.
  */
-export async function expectUnknownSession(promise, id) {
+async function expectErrorNaming(promise, word, what) {
   let r;
   try {
     r = await promise;
   } catch (e) {
     assert.ok(e instanceof McpError, `expected McpError, got ${e}`);
     assertNotSchemaViolation(e);
-    assert.equal(e.code, -32602, `unknown session should be -32602 (or an isError result), got ${e.code}: ${e.message}`);
-    assert.ok(e.message.includes(id), `error message should name session ${id}: ${e.message}`);
+    assert.equal(e.code, -32602, `${what}: expected -32602 (or an isError result), got ${e.code}: ${e.message}`);
+    assert.ok(e.message.toLowerCase().includes(word.toLowerCase()), `${what}: message should name ${word}: ${e.message}`);
     return;
   }
-  assert.equal(r.isError, true, `expected an error for unknown session ${id}, got:\n${describeResult(r)}`);
+  assert.equal(r.isError, true, `${what}: expected an error naming ${word}, got:\n${describeResult(r)}`);
   const all = text(r) + JSON.stringify(r.structuredContent ?? {});
-  assert.ok(all.includes(id), `error should name session ${id}: ${describeResult(r)}`);
+  assert.ok(all.toLowerCase().includes(word.toLowerCase()), `${what}: error should name ${word}: ${describeResult(r)}`);
 }
 
-/**
- * Expect a protocol-misuse failure naming `word`: JSON-RPC -32602 or an isError result.
- */
-export async function expectParamError(promise, word) {
-  let r;
-  try {
-    r = await promise;
-  } catch (e) {
-    assert.ok(e instanceof McpError, `expected McpError, got ${e}`);
-    assertNotSchemaViolation(e);
-    assert.equal(e.code, -32602, `expected -32602, got ${e.code}: ${e.message}`);
-    assert.ok(e.message.toLowerCase().includes(word.toLowerCase()), `message should name ${word}: ${e.message}`);
-    return;
-  }
-  assert.equal(r.isError, true, `expected an error naming ${word}, got:\n${describeResult(r)}`);
-  const all = text(r) + JSON.stringify(r.structuredContent ?? {});
-  assert.ok(all.toLowerCase().includes(word.toLowerCase()), `error should name ${word}: ${describeResult(r)}`);
+/** An unknown session id: an error naming the id. */
+export function expectUnknownSession(promise, id) {
+  return expectErrorNaming(promise, id, 'unknown session');
+}
+
+/** Protocol misuse: an error naming `word` (the argument, the tool...). */
+export function expectParamError(promise, word) {
+  return expectErrorNaming(promise, word, 'bad params');
 }
 
 /** The Lisp prin1 representation of a JS string (no escapes but \ and "). */

@@ -186,21 +186,10 @@ START_TEST(cancel)
 }
 END_TEST
 
-static Suite *make_suite(void)
-{
-    const TTest *tests[] = {default_once, create_find_and_limit, persistence_and_isolation,
-                            timeout_keeps_state, timeout_kills_a_deaf_image,
-                            death_and_recovery, cancel};
-    Suite *s = suite_create("session");
-    TCase *tc = tcase_create("workers");
-    tcase_set_timeout(tc, 60);
-    for (size_t i = 0; i < sizeof tests / sizeof *tests; i++)
-        tcase_add_test(tc, tests[i]);
-    suite_add_tcase(s, tc);
-    return s;
-}
-
 int main(void)
 {
-    return run_session_suite(make_suite(), "test_session");
+    const TTest *const tests[] = {default_once, create_find_and_limit, persistence_and_isolation,
+                           timeout_keeps_state, timeout_kills_a_deaf_image,
+                           death_and_recovery, cancel};
+    return run_session_suite("session", tests, sizeof tests / sizeof *tests);
 }

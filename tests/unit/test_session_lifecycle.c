@@ -83,19 +83,8 @@ START_TEST(start_failure)
 }
 END_TEST
 
-static Suite *make_suite(void)
-{
-    const TTest *tests[] = {reset_and_close, console_and_idle, start_failure};
-    Suite *s = suite_create("session_lifecycle");
-    TCase *tc = tcase_create("workers");
-    tcase_set_timeout(tc, 60);
-    for (size_t i = 0; i < sizeof tests / sizeof *tests; i++)
-        tcase_add_test(tc, tests[i]);
-    suite_add_tcase(s, tc);
-    return s;
-}
-
 int main(void)
 {
-    return run_session_suite(make_suite(), "test_session_lifecycle");
+    const TTest *const tests[] = {reset_and_close, console_and_idle, start_failure};
+    return run_session_suite("session_lifecycle", tests, sizeof tests / sizeof *tests);
 }
