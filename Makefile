@@ -11,7 +11,7 @@
 CC      ?= cc
 BUILD   ?= build
 CFLAGS  ?= -O2 -g
-PKGS     = jansson libuv
+PKGS     = jansson libuv libmicrohttpd
 WARN     = -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
            -Wformat=2 -Wvla -Wpointer-arith
 ALL_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) $(SANITIZE) \

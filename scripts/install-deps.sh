@@ -3,7 +3,7 @@
 # missing. Safe to run again: it does nothing when everything is there.
 set -eu
 
-packages="gcc make pkg-config sbcl libjansson-dev libuv1-dev check valgrind"
+packages="gcc make pkg-config sbcl libjansson-dev libuv1-dev libmicrohttpd-dev check valgrind"
 command -v node >/dev/null 2>&1 || packages="$packages nodejs"
 command -v npm >/dev/null 2>&1 || packages="$packages npm"
 

@@ -21,6 +21,12 @@ static const char usage_text[] =
     "Transport (default: MCP over stdio, newline-delimited JSON-RPC):\n"
     "  --http HOST:PORT          serve MCP Streamable HTTP at http://HOST:PORT/mcp\n"
     "  --token TOKEN             HTTP bearer token (or env LISPMCP_TOKEN)\n"
+    "  --allow-origin LIST       Origins allowed besides local ones (comma-separated,\n"
+    "                            e.g. https://example.org)\n"
+    "  --http-session-timeout SECONDS\n"
+    "                            end an MCP session over HTTP idle this long (default 3600)\n"
+    "  --allow-remote-without-token\n"
+    "                            allow binding beyond loopback with no token (dangerous)\n"
     "\n"
     "Sessions:\n"
     "  --sbcl PATH               SBCL runtime for workers (default: sbcl on PATH)\n"
@@ -41,7 +47,7 @@ static const char usage_text[] =
     "  --version                 show the version\n";
 
 enum {
-    OPT_HTTP = 256, OPT_TOKEN, OPT_SBCL, OPT_CORE, OPT_EVAL_TIMEOUT, OPT_GRACE,
+    OPT_HTTP = 256, OPT_TOKEN, OPT_ALLOW_ORIGIN, OPT_HTTP_SESSION_TIMEOUT, OPT_ALLOW_REMOTE, OPT_SBCL, OPT_CORE, OPT_EVAL_TIMEOUT, OPT_GRACE,
     OPT_MAX_SESSIONS, OPT_MEMORY, OPT_IDLE, OPT_MAX_OUTPUT, OPT_MAX_MESSAGE,
     OPT_LOG_LEVEL, OPT_HELP, OPT_VERSION
 };
@@ -49,6 +55,9 @@ enum {
 static const struct option options[] = {
     {"http", required_argument, NULL, OPT_HTTP},
     {"token", required_argument, NULL, OPT_TOKEN},
+    {"allow-origin", required_argument, NULL, OPT_ALLOW_ORIGIN},
+    {"http-session-timeout", required_argument, NULL, OPT_HTTP_SESSION_TIMEOUT},
+    {"allow-remote-without-token", no_argument, NULL, OPT_ALLOW_REMOTE},
     {"sbcl", required_argument, NULL, OPT_SBCL},
     {"core", required_argument, NULL, OPT_CORE},
     {"eval-timeout", required_argument, NULL, OPT_EVAL_TIMEOUT},
@@ -113,6 +122,7 @@ config_result_t config_parse(config_t *cfg, int argc, char **argv, FILE *out, FI
     memset(cfg, 0, sizeof *cfg);
     cfg->sbcl = xstrdup("sbcl");
     cfg->eval_timeout = 30;
+    cfg->http_session_timeout = 3600;
     cfg->interrupt_grace = 2;
     cfg->max_sessions = 100;
     cfg->session_memory_mb = 512;
@@ -136,6 +146,11 @@ config_result_t config_parse(config_t *cfg, int argc, char **argv, FILE *out, FI
                 set_string(&cfg->http, optarg);
             break;
         case OPT_TOKEN:        set_string(&cfg->token, optarg); break;
+        case OPT_ALLOW_ORIGIN: set_string(&cfg->allow_origins, optarg); break;
+        case OPT_ALLOW_REMOTE: cfg->allow_remote = 1; break;
+        case OPT_HTTP_SESSION_TIMEOUT:
+            bad = parse_seconds(optarg, &cfg->http_session_timeout) || cfg->http_session_timeout == 0;
+            break;
         case OPT_SBCL:         set_string(&cfg->sbcl, optarg); break;
         case OPT_CORE:         set_string(&cfg->core, optarg); break;
         case OPT_EVAL_TIMEOUT: bad = parse_seconds(optarg, &cfg->eval_timeout); break;
@@ -195,4 +210,5 @@ void config_free(config_t *cfg)
     free(cfg->core);
     free(cfg->http);
     free(cfg->token);
+    free(cfg->allow_origins);
 }

@@ -14,6 +14,9 @@ typedef struct config {
     char       *core;               /* the worker image */
     char       *http;               /* HOST:PORT, or NULL for stdio */
     char       *token;              /* HTTP bearer token, or NULL */
+    char       *allow_origins;      /* comma-separated Origins allowed besides local ones */
+    int         allow_remote;       /* bind beyond loopback without a token */
+    double      http_session_timeout; /* seconds an idle MCP session over HTTP lives */
     double      eval_timeout;       /* seconds; 0 = none */
     double      interrupt_grace;    /* seconds an interrupted worker gets to unwind */
     int         max_sessions;       /* live sessions in the whole server */

@@ -14,6 +14,7 @@
 #define JSONRPC_METHOD_NOT_FOUND -32601
 #define JSONRPC_INVALID_PARAMS   -32602
 #define JSONRPC_INTERNAL_ERROR   -32603
+#define JSONRPC_REQUEST_CANCELLED -32800   /* as in the Language Server Protocol */
 
 typedef enum jsonrpc_kind {
     JSONRPC_REQUEST,        /* method and id: needs exactly one response */

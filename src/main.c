@@ -14,6 +14,7 @@
 #include "log.h"
 #include "server.h"
 #include "tools.h"
+#include "transport_http.h"
 #include "transport_stdio.h"
 #include "util.h"
 
@@ -70,12 +71,6 @@ int main(int argc, char **argv)
     log_set_level(cfg.log_level);
     json_set_alloc_funcs(xmalloc, free);
     signal(SIGPIPE, SIG_IGN);
-    if (cfg.http) {
-        fprintf(stderr, "lispmcp: --http: the Streamable HTTP transport is not in this build "
-                        "yet; run without it for MCP over stdio\n");
-        config_free(&cfg);
-        return 2;
-    }
     if (check_runtime(&cfg) < 0) {
         config_free(&cfg);
         return 2;   /* a bad --sbcl or --core, or what their defaults name */
@@ -83,17 +78,24 @@ int main(int argc, char **argv)
 
     uv_loop_t *loop = uv_default_loop();
     server_t srv = {.loop = loop, .cfg = &cfg};
-    int rc = transport_stdio_start(&srv);
-    if (rc < 0) {
-        fprintf(stderr, "lispmcp: cannot use stdin/stdout: %s\n", uv_strerror(rc));
-        config_free(&cfg);
-        return 1;
+    if (cfg.http) {
+        if (transport_http_start(&srv) < 0) {
+            config_free(&cfg);
+            return 2;
+        }
+    } else {
+        int rc = transport_stdio_start(&srv);
+        if (rc < 0) {
+            fprintf(stderr, "lispmcp: cannot use stdin/stdout: %s\n", uv_strerror(rc));
+            config_free(&cfg);
+            return 1;
+        }
+        char self[PATH_MAX];
+        ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+        self[n > 0 ? n : 0] = '\0';
+        log_info("lispmcp %s serving MCP over stdio (SBCL: %s). Register it with an MCP client, "
+                 "e.g.: claude mcp add lisp -- %s", LISPMCP_VERSION, cfg.sbcl, n > 0 ? self : argv[0]);
     }
-    char self[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-    self[n > 0 ? n : 0] = '\0';
-    log_info("lispmcp %s serving MCP over stdio (SBCL: %s). Register it with an MCP client, "
-             "e.g.: claude mcp add lisp -- %s", LISPMCP_VERSION, cfg.sbcl, n > 0 ? self : argv[0]);
     uv_run(loop, UV_RUN_DEFAULT);
     uv_loop_close(loop);
     uv_tty_reset_mode();

@@ -95,10 +95,8 @@ static json_t *do_initialize(mcp_conn_t *c, jsonrpc_msg_t *m)
     json_t *asked = json_object_get(m->params, "protocolVersion");
     if (!json_is_object(m->params) || !json_is_string(asked))
         return bad_params(m, "\"protocolVersion\" must be a string");
-    const char *version = protocol_versions[0];
-    for (size_t i = 0; i < sizeof protocol_versions / sizeof *protocol_versions; i++)
-        if (strcmp(json_string_value(asked), protocol_versions[i]) == 0)
-            version = protocol_versions[i];
+    const char *version = mcp_version_supported(json_string_value(asked))
+                              ? json_string_value(asked) : protocol_versions[0];
     c->initialized = 1;
     json_t *client = json_object_get(json_object_get(m->params, "clientInfo"), "name");
     log_info("client %s connected, protocol %s",
@@ -214,6 +212,17 @@ static void handle_notification(mcp_conn_t *c, jsonrpc_msg_t *m)
     /* notifications/initialized and anything unknown need nothing. */
 }
 
+void mcp_conn_dispatch(mcp_conn_t *c, jsonrpc_msg_t *m)
+{
+    if (m->kind == JSONRPC_REQUEST) {
+        json_t *response = handle_request(c, m);
+        if (response)
+            send_message(c, response);
+    } else if (m->kind == JSONRPC_NOTIFICATION) {
+        handle_notification(c, m);
+    }
+}
+
 void mcp_conn_handle(mcp_conn_t *c, const char *data, size_t len)
 {
     jsonrpc_msg_t m;
@@ -223,12 +232,14 @@ void mcp_conn_handle(mcp_conn_t *c, const char *data, size_t len)
             send_message(c, error);
         return;
     }
-    if (m.kind == JSONRPC_REQUEST) {
-        json_t *response = handle_request(c, &m);
-        if (response)
-            send_message(c, response);
-    } else if (m.kind == JSONRPC_NOTIFICATION) {
-        handle_notification(c, &m);
-    }
+    mcp_conn_dispatch(c, &m);
     jsonrpc_msg_free(&m);
+}
+
+int mcp_version_supported(const char *version)
+{
+    for (size_t i = 0; i < sizeof protocol_versions / sizeof *protocol_versions; i++)
+        if (strcmp(version, protocol_versions[i]) == 0)
+            return 1;
+    return 0;
 }

@@ -9,6 +9,7 @@
 #include <jansson.h>
 #include <stddef.h>
 
+#include "jsonrpc.h"
 #include "server.h"
 
 typedef struct mcp_conn mcp_conn_t;
@@ -17,7 +18,12 @@ typedef struct mcp_conn mcp_conn_t;
 typedef void (*mcp_send_fn)(void *transport, json_t *message);
 
 mcp_conn_t *mcp_conn_new(server_t *srv, mcp_send_fn send, void *transport);
+/* Handle the bytes of one message (parse errors are answered here). */
 void mcp_conn_handle(mcp_conn_t *conn, const char *data, size_t len);
+/* Handle one parsed message; msg stays the caller's. */
+void mcp_conn_dispatch(mcp_conn_t *conn, jsonrpc_msg_t *msg);
+/* Is this a protocol revision the server speaks? */
+int mcp_version_supported(const char *version);
 /* Requests received and not answered yet. */
 int mcp_conn_pending(const mcp_conn_t *conn);
 
