@@ -1,7 +1,7 @@
 # lispmcp - build, run and test.
 #
 #   make              build build/lispmcp and the worker image
-#   make run          install what is missing, build, start the server (stdio)
+#   make run          install what is missing, build, serve HTTP on 127.0.0.1:8765
 #   make check        every test: C unit tests and end-to-end tests
 #   make check-asan   the same under AddressSanitizer and UBSan
 #   make soak         random hostile programs in many sessions (SOAK_SECONDS)
@@ -24,7 +24,7 @@ OBJ      = $(patsubst src/%.c,$(BUILD)/obj/%.o,$(SRC))
 LIB_OBJ  = $(filter-out $(BUILD)/obj/main.o,$(OBJ))
 UNIT     = $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/test_*.c))
 
-.PHONY: all run check check-asan soak deps clean fuzz
+.PHONY: all run check check-asan conformance soak deps clean fuzz
 
 all: $(BUILD)/lispmcp $(BUILD)/lispmcp-worker.core
 
@@ -53,11 +53,15 @@ node_modules/.package-lock.json: package-lock.json
 
 run: deps
 	@$(MAKE) --no-print-directory all
-	exec $(BUILD)/lispmcp
+	exec $(BUILD)/lispmcp --http 127.0.0.1:8765
 
 check: deps
 	@$(MAKE) --no-print-directory all $(UNIT) node_modules/.package-lock.json
 	@BUILD=$(BUILD) tests/run-all.sh $(UNIT)
+
+# The official MCP conformance suite over HTTP (also run by check).
+conformance: all node_modules/.package-lock.json
+	@BUILD=$(BUILD) tests/conformance/run.sh
 
 # Random hostile programs in many sessions for SOAK_SECONDS (not part of check).
 soak: all node_modules/.package-lock.json

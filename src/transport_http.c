@@ -648,10 +648,14 @@ int transport_http_start(server_t *srv)
 
     char host[256];
     snprintf(host, sizeof host, "%.*s", (int)(strrchr(cfg->http, ':') - cfg->http), cfg->http);
-    log_info("listening on http://%s:%u%s", host, port ? port->port : 0, MCP_PATH);
-    log_info("connect Claude Code with: claude mcp add --transport http lisp http://%s:%u%s%s",
-             host, port ? port->port : 0, MCP_PATH,
-             cfg->token ? " --header \"Authorization: Bearer $LISPMCP_TOKEN\"" : "");
+    unsigned bound = port ? port->port : 0;
+    const char *auth = cfg->token ? " --header \"Authorization: Bearer $LISPMCP_TOKEN\"" : "";
+    log_info("listening on http://%s:%u%s", host, bound, MCP_PATH);
+    log_info("connect Claude Code with:  claude mcp add --transport http lisp http://%s:%u%s%s",
+             host, bound, MCP_PATH, auth);
+    log_info("or any MCP client with:  {\"mcpServers\": {\"lisp\": {\"type\": \"http\", "
+             "\"url\": \"http://%s:%u%s\"%s}}}", host, bound, MCP_PATH,
+             cfg->token ? ", \"headers\": {\"Authorization\": \"Bearer <token>\"}" : "");
     drive(h);
     return 0;
 }

@@ -54,5 +54,22 @@ node_tests tests/e2e/
 # valgrind cannot run a sanitizer build: the leak check runs with the plain one.
 [ "$BUILD" = build ] && node_tests tests/valgrind/
 
+echo "== conformance (the official MCP suite, over HTTP)"
+tests/conformance/run.sh >"$log" 2>&1
+status=$?
+cat "$log"
+line=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$log" | tail -n 1)
+if [ -z "$line" ]; then
+    echo "conformance: no summary (exit $status)"
+    failed=$((failed + 1))
+else
+    p=${line%% passed*}
+    f=${line#*, }
+    f=${f%% failed}
+    passed=$((passed + p))
+    failed=$((failed + f))
+    [ "$status" -ne 0 ] && [ "$f" -eq 0 ] && failed=$((failed + 1))
+fi
+
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -13,6 +13,7 @@ import { fileURLToPath } from 'node:url';
 import assert from 'node:assert/strict';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
 
 export { McpError };
@@ -620,9 +621,9 @@ export class RawServer {
 }
 
 /** Run the binary with args to completion (for --help, bad options...). */
-export function runBinary(args, { timeout = 10_000, input = '' } = {}) {
+export function runBinary(args, { timeout = 10_000, input = '', env = {} } = {}) {
   return new Promise((resolve) => {
-    const p = spawn(BIN, args, { cwd: REPO_ROOT, stdio: ['pipe', 'pipe', 'pipe'] });
+    const p = spawn(BIN, args, { cwd: REPO_ROOT, env: { ...process.env, ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     p.stdout.on('data', (c) => (stdout += c));
@@ -640,4 +641,59 @@ export function runBinary(args, { timeout = 10_000, input = '' } = {}) {
       resolve({ code: null, signal: null, stdout, stderr: String(e) });
     });
   });
+}
+
+// ---------------------------------------------------------------------------
+// Streamable HTTP
+// ---------------------------------------------------------------------------
+
+/**
+ * Start `lispmcp --http 127.0.0.1:0 ...args` and wait for the URL it prints.
+ * Returns { url, port, pid, proc, stderr(), stop() }; stop() sends SIGTERM and resolves with
+ * the exit { code, signal }.
+ */
+export async function startHttpServer({ args = [], env = {}, host = '127.0.0.1' } = {}) {
+  const proc = spawn(BIN, ['--http', `${host}:0`, ...args], {
+    cwd: REPO_ROOT,
+    env: { ...process.env, LISPMCP_TOKEN: '', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stderrText = '';
+  const exited = new Promise((resolve) => proc.on('exit', (code, signal) => resolve({ code, signal })));
+  const url = await new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`no URL within 15 s:\n${stderrText}`)), 15_000);
+    proc.stderr.on('data', (c) => {
+      stderrText += c.toString('utf8');
+      const m = stderrText.match(/listening on (http:\/\/\S+\/mcp)/);
+      if (m) {
+        clearTimeout(timer);
+        resolve(m[1]);
+      }
+    });
+    exited.then((info) => {
+      clearTimeout(timer);
+      reject(new Error(`server exited ${JSON.stringify(info)} before listening:\n${stderrText}`));
+    });
+  });
+  return {
+    url,
+    port: Number(new URL(url).port),
+    pid: proc.pid,
+    proc,
+    exited,
+    stderr: () => stderrText,
+    async stop() {
+      if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGTERM');
+      return exited;
+    },
+  };
+}
+
+/** An SDK client connected over Streamable HTTP (headers: e.g. Authorization). */
+export async function connectHttp(url, { headers = {} } = {}) {
+  const transport = new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers } });
+  const client = new Client({ name: 'lispmcp-e2e-http', version: '1.0.0' }, { capabilities: {} });
+  await client.connect(transport);
+  await client.listTools();   // the SDK then checks every result against the output schemas
+  return { client, transport, close: () => client.close().catch(() => {}) };
 }
