@@ -6,6 +6,7 @@
  * specification says); notifications get none. */
 #include "mcp.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -29,10 +30,16 @@ static const char instructions[] =
     "session's definitions. Use create-session for independent images, time-execution to measure "
     "code, reset-session for a clean image.";
 
+/* While a call that carries a progressToken runs, the client hears from it
+ * this often: a long evaluation is not mistaken for a dead server. */
+#define PROGRESS_MS 1000
+
 typedef struct pending {
     struct pending *next;
     struct mcp_conn *conn;
     json_t         *id;
+    json_t         *progress_token;   /* NULL when the client asked for none */
+    double          started_ms;
     tool_call_t    *call;
 } pending_t;
 
@@ -43,6 +50,7 @@ struct mcp_conn {
     void       *transport;
     int         initialized;     /* initialize has been answered */
     pending_t  *pending;         /* tools/call requests not yet answered */
+    uv_timer_t  progress;        /* ticks while a pending call wants progress */
     char        log_level[16];
 };
 
@@ -54,7 +62,14 @@ mcp_conn_t *mcp_conn_new(server_t *srv, mcp_send_fn send, void *transport)
     c->send = send;
     c->transport = transport;
     snprintf(c->log_level, sizeof c->log_level, "info");
+    uv_timer_init(srv->loop, &c->progress);
+    c->progress.data = c;
     return c;
+}
+
+static void free_conn(uv_handle_t *h)
+{
+    free(h->data);
 }
 
 void mcp_conn_free(mcp_conn_t *c)
@@ -63,7 +78,7 @@ void mcp_conn_free(mcp_conn_t *c)
      * result while the transport can still carry it: each request gets its
      * one response. */
     registry_free(c->sessions);
-    free(c);
+    uv_close((uv_handle_t *)&c->progress, free_conn);
 }
 
 int mcp_conn_pending(const mcp_conn_t *c)
@@ -123,6 +138,33 @@ static json_t *do_set_level(mcp_conn_t *c, jsonrpc_msg_t *m)
                          "critical, alert, emergency");
 }
 
+static void free_pending(pending_t *p)
+{
+    json_decref(p->id);
+    json_decref(p->progress_token);
+    free(p);
+}
+
+static void on_progress_tick(uv_timer_t *t)
+{
+    mcp_conn_t *c = t->data;
+    int wanted = 0;
+    double now = now_ms();
+    for (pending_t *p = c->pending; p; p = p->next) {
+        if (p->progress_token == NULL)
+            continue;
+        wanted = 1;
+        double seconds = round((now - p->started_ms) / 100) / 10;
+        char message[64];
+        snprintf(message, sizeof message, "evaluating for %.0f s", seconds);
+        send_message(c, jsonrpc_notification("notifications/progress", json_pack(
+            "{s:O, s:f, s:s}", "progressToken", p->progress_token, "progress", seconds,
+            "message", message)));
+    }
+    if (!wanted)
+        uv_timer_stop(t);
+}
+
 static void on_tool_done(void *ctx, json_t *result)
 {
     pending_t *p = ctx;
@@ -133,8 +175,7 @@ static void on_tool_done(void *ctx, json_t *result)
     *link = p->next;
     if (result)
         send_message(c, jsonrpc_result(p->id, result));
-    json_decref(p->id);
-    free(p);
+    free_pending(p);
 }
 
 static pending_t *find_pending(mcp_conn_t *c, json_t *id)
@@ -158,9 +199,13 @@ static json_t *do_tools_call(mcp_conn_t *c, jsonrpc_msg_t *m)
                              "Invalid Request: id is already used by a request in progress");
 
     json_t *empty = args ? NULL : json_object();
+    json_t *token = json_object_get(json_object_get(m->params, "_meta"), "progressToken");
     pending_t *p = xcalloc(1, sizeof *p);
     p->conn = c;
     p->id = json_incref(m->id);
+    p->started_ms = now_ms();
+    if (json_is_string(token) || json_is_integer(token))
+        p->progress_token = json_incref(token);
     p->next = c->pending;
     c->pending = p;
 
@@ -169,11 +214,13 @@ static json_t *do_tools_call(mcp_conn_t *c, jsonrpc_msg_t *m)
     tool_status_t st = tools_call(c->sessions, json_string_value(name), args ? args : empty,
                                   on_tool_done, p, &result, &p->call, message, sizeof message);
     json_decref(empty);
-    if (st == TOOL_PENDING)
+    if (st == TOOL_PENDING) {
+        if (p->progress_token && !uv_is_active((uv_handle_t *)&c->progress))
+            uv_timer_start(&c->progress, on_progress_tick, PROGRESS_MS, PROGRESS_MS);
         return NULL;
+    }
     c->pending = p->next;   /* answered at once: it is still first in the list */
-    json_decref(p->id);
-    free(p);
+    free_pending(p);
     if (st == TOOL_BAD_PARAMS)
         return jsonrpc_error(m->id, JSONRPC_INVALID_PARAMS, "%s", message);
     return jsonrpc_result(m->id, result);

@@ -5,7 +5,9 @@
  * pieces, then once more at its end. A POSTed JSON-RPC request is handed to
  * the MCP connection of its session and the HTTP connection is suspended
  * until the connection's send function receives the matching response; then
- * it is resumed and answered with application/json. Notifications and
+ * it is resumed and answered with application/json. A request that carries a
+ * progressToken is answered at once with an SSE stream instead, which carries
+ * its progress notifications and then its response. Notifications and
  * responses from the client get 202. GET offers no stream (405); DELETE ends
  * the session.
  *
@@ -44,7 +46,10 @@ typedef struct http_call {
     http_session_t        *session;     /* NULL once the session has ended */
     struct MHD_Connection *connection;  /* NULL once the client has gone */
     json_t                *id;
-    char                  *response;    /* the response, once it is known */
+    json_t                *progress_token; /* set: answered as an SSE stream */
+    char                  *response;    /* JSON: the response, once it is known */
+    buf_t                  events;      /* SSE: events not yet sent */
+    int                    done;        /* the response has been given */
     int                    suspended;
     int                    initialize;  /* answer with the Mcp-Session-Id header */
     int                    failed;      /* the response is a JSON-RPC error */
@@ -127,7 +132,9 @@ static enum MHD_Result refuse(struct MHD_Connection *c, unsigned status, int cod
 static void free_call(http_call_t *call)
 {
     json_decref(call->id);
+    json_decref(call->progress_token);
     free(call->response);
+    buf_free(&call->events);
     free(call);
 }
 
@@ -144,17 +151,29 @@ static void unlink_call(http_call_t *call)
 
 static void on_mhd_timer(uv_timer_t *t);
 
-/* Give a waiting call its response and wake its HTTP connection. The resumed
- * connection is served on the next turn of the loop: libmicrohttpd's own
- * wake-up does not reach a loop that polls its epoll descriptor from outside. */
-static void settle(http_session_t *s, http_call_t *call, json_t *message)
+/* Hand a message to a waiting call (final: its response) and wake its HTTP
+ * connection. The resumed connection is served on the next turn of the loop:
+ * libmicrohttpd's own wake-up does not reach a loop that polls its epoll
+ * descriptor from outside. */
+static void deliver(http_session_t *s, http_call_t *call, json_t *message, int final)
 {
-    call->response = json_dumps(message, JSON_COMPACT | JSON_REAL_PRECISION(12));
-    call->failed = json_object_get(message, "error") != NULL;
-    s->last_seen_ms = now_ms();
+    char *json = json_dumps(message, JSON_COMPACT | JSON_REAL_PRECISION(12));
+    if (call->progress_token) {
+        buf_printf(&call->events, "event: message\ndata: %s\n\n", json);
+        free(json);
+    } else {
+        call->response = json;
+    }
+    if (final) {
+        call->done = 1;
+        call->failed = json_object_get(message, "error") != NULL;
+        s->last_seen_ms = now_ms();
+    }
     if (call->connection == NULL) {
-        unlink_call(call);          /* its client went away: nobody to tell */
-        free_call(call);
+        if (final) {
+            unlink_call(call);      /* its client went away: nobody to tell */
+            free_call(call);
+        }
     } else if (call->suspended) {
         call->suspended = 0;
         MHD_resume_connection(call->connection);
@@ -165,22 +184,35 @@ static void settle(http_session_t *s, http_call_t *call, json_t *message)
 static http_call_t *waiting_call(http_session_t *s, json_t *id)
 {
     for (http_call_t *call = s->calls; call; call = call->next)
-        if (!call->response && json_equal(call->id, id))
+        if (!call->done && json_equal(call->id, id))
+            return call;
+    return NULL;
+}
+
+static http_call_t *call_with_token(http_session_t *s, json_t *token)
+{
+    for (http_call_t *call = s->calls; call; call = call->next)
+        if (!call->done && call->progress_token && json_equal(call->progress_token, token))
             return call;
     return NULL;
 }
 
 /* The MCP connection's send function: a response goes to the POST that
- * carried its request. Notifications have no stream to travel on yet. */
+ * carried its request, a progress notification to the stream of the call it
+ * is about. Other notifications have no stream to travel on. */
 static void session_send(void *transport, json_t *message)
 {
     http_session_t *s = transport;
     json_t *id = json_object_get(message, "id");
-    if (id == NULL || json_object_get(message, "method"))
-        return;
-    http_call_t *call = waiting_call(s, id);
-    if (call)
-        settle(s, call, message);
+    const char *method = json_string_value(json_object_get(message, "method"));
+    http_call_t *call = NULL;
+    if (method && strcmp(method, "notifications/progress") == 0) {
+        call = call_with_token(s, json_object_get(json_object_get(message, "params"), "progressToken"));
+        if (call)
+            deliver(s, call, message, 0);
+    } else if (method == NULL && id && (call = waiting_call(s, id)) != NULL) {
+        deliver(s, call, message, 1);
+    }
 }
 
 /* MCP gives a cancelled request no response, but its POST is still open:
@@ -193,7 +225,7 @@ static void settle_cancelled(http_session_t *s, jsonrpc_msg_t *msg)
     http_call_t *call = id ? waiting_call(s, id) : NULL;
     if (call) {
         json_t *e = jsonrpc_error(id, JSONRPC_REQUEST_CANCELLED, "Request cancelled");
-        settle(s, call, e);
+        deliver(s, call, e, 1);
         json_decref(e);
     }
 }
@@ -348,6 +380,44 @@ static enum MHD_Result answer_call(struct MHD_Connection *c, http_request_t *r)
     return ok;
 }
 
+/* The SSE stream of a call: what has come so far, then a wait (the
+ * connection is suspended until deliver() wakes it), until the response. */
+static ssize_t read_events(void *cls, uint64_t pos, char *out, size_t max)
+{
+    (void)pos;
+    http_call_t *call = cls;
+    if (call->events.len) {
+        size_t n = call->events.len < max ? call->events.len : max;
+        memcpy(out, call->events.data, n);
+        buf_consume(&call->events, n);
+        return (ssize_t)n;
+    }
+    if (call->done)
+        return MHD_CONTENT_READER_END_OF_STREAM;
+    call->suspended = 1;
+    MHD_suspend_connection(call->connection);
+    return 0;
+}
+
+static enum MHD_Result open_stream(struct MHD_Connection *c, http_call_t *call)
+{
+    struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096,
+                                                               read_events, call, NULL);
+    if (r == NULL)
+        return MHD_NO;
+    MHD_add_response_header(r, "Content-Type", "text/event-stream");
+    MHD_add_response_header(r, "Cache-Control", "no-cache");
+    enum MHD_Result ok = MHD_queue_response(c, MHD_HTTP_OK, r);
+    MHD_destroy_response(r);
+    return ok;
+}
+
+static int accepts_events(struct MHD_Connection *c)
+{
+    const char *accept = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Accept");
+    return accept && strstr(accept, "text/event-stream");
+}
+
 static enum MHD_Result do_request(struct MHD_Connection *c, http_request_t *r,
                                   http_session_t *s, jsonrpc_msg_t *msg, int initialize)
 {
@@ -365,10 +435,16 @@ static enum MHD_Result do_request(struct MHD_Connection *c, http_request_t *r,
     call->connection = c;
     call->id = json_incref(msg->id);
     call->initialize = initialize;
+    buf_init(&call->events);
+    json_t *token = json_object_get(json_object_get(msg->params, "_meta"), "progressToken");
+    if ((json_is_string(token) || json_is_integer(token)) && accepts_events(c) && !initialize)
+        call->progress_token = json_incref(token);
     call->next = s->calls;
     s->calls = call;
     r->call = call;
     mcp_conn_dispatch(s->conn, msg);
+    if (call->progress_token)
+        return open_stream(c, call);
     if (call->response == NULL) {
         call->suspended = 1;
         MHD_suspend_connection(c);
@@ -472,7 +548,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         *upload_size = 0;
         return MHD_YES;
     }
-    if (r->call)                           /* resumed: the response has come */
+    if (r->call && !r->call->progress_token)   /* resumed: the response has come */
         return answer_call(c, r);
     if (strcmp(method, "POST") == 0)
         return do_post(h, c, r);
@@ -491,9 +567,9 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **state,
     http_request_t *r = *state;
     if (r == NULL)
         return;
-    if (r->call) {                         /* the client went away before its answer */
+    if (r->call) {                 /* an SSE stream ended, or a client left early */
         r->call->connection = NULL;
-        if (r->call->session == NULL || r->call->response) {
+        if (r->call->session == NULL || r->call->done) {
             unlink_call(r->call);
             free_call(r->call);
         }

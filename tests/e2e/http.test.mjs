@@ -4,7 +4,7 @@ import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import {
-  startHttpServer, connectHttp, evalValue, evaluate, createSession, callTool, childPids, isAlive,
+  startHttpServer, connectHttp, startServer, evalValue, evaluate, createSession, callTool, childPids, isAlive,
   sleep, runBinary, value,
 } from './helpers.mjs';
 
@@ -231,6 +231,49 @@ describe('a client that disappears', () => {
       await again.close();
     } finally {
       await srv.stop();
+    }
+  });
+});
+
+describe('progress', () => {
+  async function callWithProgress(client) {
+    const seen = [];
+    const r = await client.callTool(
+      { name: 'evaluate-lisp', arguments: { code: '(progn (sleep 2.5) :finished)' } },
+      undefined,
+      { onprogress: (p) => seen.push(p), timeout: 60_000 },
+    );
+    return { r, seen };
+  }
+
+  test('a call with a progressToken hears from the server while it runs (HTTP, as SSE)', async () => {
+    const srv = await startHttpServer();
+    try {
+      const c = await connectHttp(srv.url);
+      const { r, seen } = await callWithProgress(c.client);
+      assert.deepEqual(r.structuredContent.values, [':FINISHED']);
+      assert.ok(seen.length >= 2, `progress notifications: ${JSON.stringify(seen)}`);
+      for (let i = 1; i < seen.length; i++) assert.ok(seen[i].progress > seen[i - 1].progress, 'progress increases');
+      // A call without a token is still answered with plain JSON.
+      const sid = c.transport.sessionId;
+      const plain = await post(srv.url, { jsonrpc: '2.0', id: 99, method: 'tools/call', params: { name: 'evaluate-lisp', arguments: { code: '(+ 1 1)' } } },
+        { 'Mcp-Session-Id': sid, 'MCP-Protocol-Version': '2025-11-25' });
+      assert.match(plain.headers.get('content-type'), /application\/json/);
+      assert.deepEqual((await plain.json()).result.structuredContent.values, ['2']);
+      await c.close();
+    } finally {
+      await srv.stop();
+    }
+  });
+
+  test('and over stdio', async () => {
+    const srv = await startServer();
+    try {
+      const { r, seen } = await callWithProgress(srv.client);
+      assert.deepEqual(r.structuredContent.values, [':FINISHED']);
+      assert.ok(seen.length >= 2, `progress notifications: ${JSON.stringify(seen)}`);
+    } finally {
+      await srv.close();
     }
   });
 });
