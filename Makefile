@@ -4,6 +4,7 @@
 #   make run          install what is missing, build, serve HTTP on 127.0.0.1:8765
 #   make check        every test: C unit tests and end-to-end tests
 #   make check-asan   the same under AddressSanitizer and UBSan
+#   make bench        the benchmarks, with their figures
 #   make soak         random hostile programs in many sessions (SOAK_SECONDS)
 #   make fuzz         the libFuzzer targets (FUZZ_SECONDS each)
 #   make clean        remove everything built
@@ -24,7 +25,7 @@ OBJ      = $(patsubst src/%.c,$(BUILD)/obj/%.o,$(SRC))
 LIB_OBJ  = $(filter-out $(BUILD)/obj/main.o,$(OBJ))
 UNIT     = $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/test_*.c))
 
-.PHONY: all run check check-asan conformance soak deps clean fuzz
+.PHONY: all run check check-asan conformance bench soak deps clean fuzz
 
 all: $(BUILD)/lispmcp $(BUILD)/lispmcp-worker.core
 
@@ -62,6 +63,10 @@ check: deps
 # The official MCP conformance suite over HTTP (also run by check).
 conformance: all node_modules/.package-lock.json
 	@BUILD=$(BUILD) tests/conformance/run.sh
+
+# Benchmarks: they print their figures (not part of check).
+bench: all node_modules/.package-lock.json
+	node bench/http-load.mjs
 
 # Random hostile programs in many sessions for SOAK_SECONDS (not part of check).
 soak: all node_modules/.package-lock.json
