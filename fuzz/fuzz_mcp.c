@@ -20,9 +20,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 static config_t cfg;
 static server_t srv;
 
-static void check_sent(void *transport, json_t *message)
+static void check_sent(void *transport, json_t *message, json_t *related)
 {
     (void)transport;
+    (void)related;
     char *text = json_dumps(message, JSON_COMPACT);
     assert(text != NULL);
     json_error_t err;

@@ -27,7 +27,13 @@
    (column :initform 0 :accessor column)
    ;; The kept text: BUFFER up to FILL-INDEX (faster than a string-output-stream).
    (buffer :initform (make-string 64) :accessor buffer)
-   (fill :initform 0 :accessor fill-index))
+   (fill :initform 0 :accessor fill-index)
+   ;; When the server asked for output as it is written: the stream's name in
+   ;; the interim frames, the request's seq, how much was forwarded, and when.
+   (forward :initarg :forward :initform nil :reader forward)
+   (seq :initarg :seq :initform 0 :reader seq)
+   (forwarded :initform 0 :accessor forwarded)
+   (forwarded-at :initform 0 :accessor forwarded-at))
   (:documentation "Keeps the first CAP UTF-8 bytes written to it and counts the rest."))
 
 (declaim (inline octets))
@@ -81,6 +87,24 @@
       (replace buffer string :start1 fill :start2 start :end2 end))
     (setf (fill-index s) new-fill)))
 
+(declaim (ftype function send))         ; with the frame code below
+
+(defun maybe-forward (s &optional now-p)
+  "Send what S kept since the last interim frame: all of it at once with NOW-P
+(the user's FINISH-OUTPUT) or past 4 KB; else, at most every 200 ms, whole lines."
+  (when (and (forward s) (> (fill-index s) (forwarded s)))
+    (let* ((now (get-internal-real-time))
+           (end (cond ((or now-p (>= (- (fill-index s) (forwarded s)) 4096)) (fill-index s))
+                      ((>= (- now (forwarded-at s)) (floor internal-time-units-per-second 5))
+                       (let ((newline (position #\Newline (buffer s) :start (forwarded s)
+                                                :end (fill-index s) :from-end t)))
+                         (and newline (1+ newline)))))))
+      (when end
+        (let ((text (subseq (buffer s) (forwarded s) end)))
+          (setf (forwarded s) end
+                (forwarded-at s) now)
+          (send `(:object ("seq" . ,(seq s)) ("output" . ,(forward s)) ("text" . ,text))))))))
+
 (defmethod sb-gray:stream-write-string ((s capture) string &optional (start 0) end)
   (let* ((simple (coerce string 'simple-string))
          (end (or end (length simple))))
@@ -90,6 +114,7 @@
       ;; The column of what was kept: after a drop nothing more is kept anyway.
       (let ((newline (last-newline simple start stop)))
         (setf (column s) (if newline (- stop newline 1) (+ (column s) (- stop start)))))
+      (maybe-forward s)
       (when (< stop end)
         ;; A strict capture is about to stop the printer: its count is a lower bound.
         (overflow s (if (strict s)
@@ -102,9 +127,16 @@
   (let ((bytes (octets char)))
     (cond ((<= bytes (space-left s))
            (append-text s (string char) 0 1)
-           (incf (kept s) bytes))
+           (incf (kept s) bytes)
+           (maybe-forward s))
           (t (overflow s bytes))))
   char)
+
+(defmethod sb-gray:stream-finish-output ((s capture))
+  (maybe-forward s t))
+
+(defmethod sb-gray:stream-force-output ((s capture))
+  (maybe-forward s t))
 
 (defmethod sb-gray:stream-line-column ((s capture))
   (column s))
@@ -262,11 +294,14 @@ and dies after 8 that come in quick succession."
                 (multiple-value-bind (line column) (line-and-column code position)
                   `(("position" . ,position) ("line" . ,line) ("column" . ,column))))))
 
-(defun evaluate (code package-name timing-p output-cap value-cap)
-  "Read and evaluate the forms of CODE one by one; return the reply's fields."
+(defun evaluate (code package-name timing-p output-cap value-cap stream-seq)
+  "Read and evaluate the forms of CODE one by one; return the reply's fields.
+With STREAM-SEQ, output is also sent as it is written, in interim frames."
   (restore-sane-globals)
-  (let* ((out (make-instance 'capture :cap output-cap))
-         (err (make-instance 'capture :cap output-cap))
+  (let* ((out (make-instance 'capture :cap output-cap :seq stream-seq
+                                      :forward (and stream-seq "stdout")))
+         (err (make-instance 'capture :cap output-cap :seq stream-seq
+                                      :forward (and stream-seq "stderr")))
          (io (make-two-way-stream (make-string-input-stream "") out))
          (code-stream (make-string-input-stream code))
          (warnings '()) (warnings-dropped 0) (results '()) (printed '()) (value-bytes 0)
@@ -410,14 +445,21 @@ members whose value is NIL are left out."
         (when (< (read-sequence payload io) n) (bye))
         payload))))
 
-(defun send (io json)
+(defvar *io* nil "The stream on fd 3.")
+(defvar *send-lock* (sb-thread:make-mutex :name "fd 3")
+  "Frames go out whole: user threads may write to a capture too.")
+
+(defun send (json)
   (let* ((text (with-output-to-string (out) (write-json json out)))
          (payload (sb-ext:string-to-octets text :external-format :utf-8))
          (n (length payload)))
-    (write-sequence (vector (ldb (byte 8 24) n) (ldb (byte 8 16) n) (ldb (byte 8 8) n) (ldb (byte 8 0) n))
-                    io)
-    (write-sequence payload io)
-    (finish-output io)))
+    (sb-thread:with-mutex (*send-lock*)
+      (sb-sys:without-interrupts          ; a SIGINT must not tear a frame
+        (write-sequence (vector (ldb (byte 8 24) n) (ldb (byte 8 16) n)
+                                (ldb (byte 8 8) n) (ldb (byte 8 0) n))
+                        *io*)
+        (write-sequence payload *io*)
+        (finish-output *io*)))))
 
 (defun serve (frame)
   "The reply to one request frame."
@@ -430,12 +472,14 @@ members whose value is NIL are left out."
                  (sb-ext:octets-to-string frame :start start :end end
                                                 :external-format `(:utf-8 :replacement ,(code-char #xFFFD)))))
           (let ((package (text 18 package-end))
+                (seq (u32 frame 1))
                 (cap (u32 frame 6))
                 (value-cap (u32 frame 10)))
-            `(:object ("seq" . ,(u32 frame 1))
+            `(:object ("seq" . ,seq)
                       ,@(evaluate (text code-start n) (when (plusp (length package)) package)
                                   (logbitp 0 (aref frame 5))
-                                  (when (plusp cap) cap) (when (plusp value-cap) value-cap)))))
+                                  (when (plusp cap) cap) (when (plusp value-cap) value-cap)
+                                  (when (logbitp 1 (aref frame 5)) seq)))))
         '(:object ("seq" . 0)
           ("error" :object ("type" . "PROTOCOL-ERROR")
            ("message" . "malformed request: expected an E frame as in worker-protocol.md"))))))
@@ -447,17 +491,13 @@ members whose value is NIL are left out."
   (sb-alien:alien-funcall                ; fd 3 is not for the user's child processes
    (sb-alien:extern-alien "fcntl" (function sb-alien:int sb-alien:int sb-alien:int sb-alien:int))
    3 2 1)                                ; F_SETFD, FD_CLOEXEC
-  (sb-alien:alien-funcall                ; die with the server
-   (sb-alien:extern-alien "prctl" (function sb-alien:int sb-alien:int sb-alien:unsigned-long))
-   1 9)                                  ; PR_SET_PDEATHSIG, SIGKILL
-  (when (= 1 (sb-alien:alien-funcall (sb-alien:extern-alien "getppid" (function sb-alien:int))))
-    (bye))                               ; it died before we asked
-  (let ((io (sb-sys:make-fd-stream 3 :input t :output t :element-type '(unsigned-byte 8)
-                                     :buffering :full :name "lispmcp server")))
-    (send io `(:object ("hello" . 1) ("pid" . ,(sb-unix:unix-getpid))
-                       ("lisp" . ,(format nil "~A ~A" (lisp-implementation-type)
-                                          (lisp-implementation-version)))))
-    (loop (send io (serve (receive io))))))
+  ;; Dying with the server is arranged before exec (src/sandbox.c).
+  (setf *io* (sb-sys:make-fd-stream 3 :input t :output t :element-type '(unsigned-byte 8)
+                                      :buffering :full :name "lispmcp server"))
+  (send `(:object ("hello" . 1) ("pid" . ,(sb-unix:unix-getpid))
+                  ("lisp" . ,(format nil "~A ~A" (lisp-implementation-type)
+                                     (lisp-implementation-version)))))
+  (loop (send (serve (receive *io*)))))
 
 (defun save-core (path)
   "Save the worker core to PATH, with MAIN as its toplevel."

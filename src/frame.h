@@ -16,6 +16,7 @@
 
 #define FRAME_OP_EVAL 'E'
 #define FRAME_FLAG_TIMING 0x01
+#define FRAME_FLAG_STREAM 0x02   /* also send output as it is written */
 
 typedef enum frame_status {
     FRAME_INCOMPLETE,   /* need more bytes */

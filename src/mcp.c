@@ -51,7 +51,7 @@ struct mcp_conn {
     int         initialized;     /* initialize has been answered */
     pending_t  *pending;         /* tools/call requests not yet answered */
     uv_timer_t  progress;        /* ticks while a pending call wants progress */
-    char        log_level[16];
+    int         log_output;      /* logging/setLevel asked for info or more */
 };
 
 mcp_conn_t *mcp_conn_new(server_t *srv, mcp_send_fn send, void *transport)
@@ -61,7 +61,6 @@ mcp_conn_t *mcp_conn_new(server_t *srv, mcp_send_fn send, void *transport)
     c->sessions = registry_new(srv);
     c->send = send;
     c->transport = transport;
-    snprintf(c->log_level, sizeof c->log_level, "info");
     uv_timer_init(srv->loop, &c->progress);
     c->progress.data = c;
     return c;
@@ -89,13 +88,26 @@ int mcp_conn_pending(const mcp_conn_t *c)
     return n;
 }
 
-static void send_message(mcp_conn_t *c, json_t *m)
+/* Send m (stolen); related: the request it is about, or NULL. */
+static void send_related(mcp_conn_t *c, json_t *m, json_t *related)
 {
-    c->send(c->transport, m);
+    c->send(c->transport, m, related);
     json_decref(m);
 }
 
+static void send_message(mcp_conn_t *c, json_t *m)
+{
+    send_related(c, m, NULL);
+}
+
 /* ---- methods ---------------------------------------------------------- */
+
+static json_t *progress_token_of(const jsonrpc_msg_t *m)
+{
+    json_t *token = json_object_get(json_object_get(m->params, "_meta"), "progressToken");
+    return json_is_string(token) || json_is_integer(token) ? token : NULL;
+}
+
 
 static json_t *bad_params(jsonrpc_msg_t *m, const char *why)
 {
@@ -130,7 +142,8 @@ static json_t *do_set_level(mcp_conn_t *c, jsonrpc_msg_t *m)
     const char *level = json_string_value(json_object_get(m->params, "level"));
     for (size_t i = 0; level && i < sizeof log_levels / sizeof *log_levels; i++) {
         if (strcmp(level, log_levels[i]) == 0) {
-            snprintf(c->log_level, sizeof c->log_level, "%s", level);
+            /* Output is logged at "info": the client hears it at info or debug. */
+            c->log_output = i <= 1;
             return jsonrpc_result(m->id, json_object());
         }
     }
@@ -157,12 +170,20 @@ static void on_progress_tick(uv_timer_t *t)
         double seconds = round((now - p->started_ms) / 100) / 10;
         char message[64];
         snprintf(message, sizeof message, "evaluating for %.0f s", seconds);
-        send_message(c, jsonrpc_notification("notifications/progress", json_pack(
+        send_related(c, jsonrpc_notification("notifications/progress", json_pack(
             "{s:O, s:f, s:s}", "progressToken", p->progress_token, "progress", seconds,
-            "message", message)));
+            "message", message)), p->id);
     }
     if (!wanted)
         uv_timer_stop(t);
+}
+
+/* Output written during a call, as a log message the client asked for. */
+static void on_tool_output(void *ctx, const char *stream, json_t *text)
+{
+    pending_t *p = ctx;
+    send_related(p->conn, jsonrpc_notification("notifications/message", json_pack(
+        "{s:s, s:s, s:O}", "level", "info", "logger", stream, "data", text)), p->id);
 }
 
 static void on_tool_done(void *ctx, json_t *result)
@@ -199,12 +220,12 @@ static json_t *do_tools_call(mcp_conn_t *c, jsonrpc_msg_t *m)
                              "Invalid Request: id is already used by a request in progress");
 
     json_t *empty = args ? NULL : json_object();
-    json_t *token = json_object_get(json_object_get(m->params, "_meta"), "progressToken");
+    json_t *token = progress_token_of(m);
     pending_t *p = xcalloc(1, sizeof *p);
     p->conn = c;
     p->id = json_incref(m->id);
     p->started_ms = now_ms();
-    if (json_is_string(token) || json_is_integer(token))
+    if (token)
         p->progress_token = json_incref(token);
     p->next = c->pending;
     c->pending = p;
@@ -212,7 +233,8 @@ static json_t *do_tools_call(mcp_conn_t *c, jsonrpc_msg_t *m)
     json_t *result = NULL;
     char message[512];
     tool_status_t st = tools_call(c->sessions, json_string_value(name), args ? args : empty,
-                                  on_tool_done, p, &result, &p->call, message, sizeof message);
+                                  on_tool_done, c->log_output ? on_tool_output : NULL, p,
+                                  &result, &p->call, message, sizeof message);
     json_decref(empty);
     if (st == TOOL_PENDING) {
         if (p->progress_token && !uv_is_active((uv_handle_t *)&c->progress))
@@ -281,6 +303,12 @@ void mcp_conn_handle(mcp_conn_t *c, const char *data, size_t len)
     }
     mcp_conn_dispatch(c, &m);
     jsonrpc_msg_free(&m);
+}
+
+int mcp_conn_streams(const mcp_conn_t *c, const jsonrpc_msg_t *m)
+{
+    return m->kind == JSONRPC_REQUEST && strcmp(m->method, "tools/call") == 0 &&
+           (c->log_output || progress_token_of(m));
 }
 
 int mcp_version_supported(const char *version)

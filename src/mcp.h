@@ -14,14 +14,20 @@
 
 typedef struct mcp_conn mcp_conn_t;
 
-/* Send one message (borrowed) to the client. */
-typedef void (*mcp_send_fn)(void *transport, json_t *message);
+/* Send one message (borrowed) to the client. related is the id of the
+ * request a notification is about (progress, output), else NULL: a
+ * transport with a stream per request sends it there. */
+typedef void (*mcp_send_fn)(void *transport, json_t *message, json_t *related);
 
 mcp_conn_t *mcp_conn_new(server_t *srv, mcp_send_fn send, void *transport);
 /* Handle the bytes of one message (parse errors are answered here). */
 void mcp_conn_handle(mcp_conn_t *conn, const char *data, size_t len);
 /* Handle one parsed message; msg stays the caller's. */
 void mcp_conn_dispatch(mcp_conn_t *conn, jsonrpc_msg_t *msg);
+/* Will this request be followed by notifications about it (progress, or
+ * output the client asked to hear as log messages)? */
+int mcp_conn_streams(const mcp_conn_t *conn, const jsonrpc_msg_t *msg);
+
 /* Is this a protocol revision the server speaks? */
 int mcp_version_supported(const char *version);
 /* Requests received and not answered yet. */

@@ -22,6 +22,7 @@ struct eval_job {
     eval_job_t *next;
     session_t  *session;          /* a job never outlives its session */
     eval_done_fn done;
+    eval_output_fn on_output;
     void       *ctx;
     buf_t       frame;
     uint32_t    seq;
@@ -105,6 +106,13 @@ static void on_reply(void *ctx, json_t *reply)
     json_t *seq = json_object_get(reply, "seq");
     if (job == NULL || !json_is_integer(seq) || json_integer_value(seq) != job->seq) {
         log_debug("session %s: dropping a reply that answers no running evaluation", s->id);
+        return;
+    }
+    json_t *output = json_object_get(reply, "output");
+    if (json_is_string(output)) {      /* an interim frame: output as it is written */
+        json_t *text = json_object_get(reply, "text");
+        if (job->on_output && !job->cancelled && json_is_string(text))
+            job->on_output(job->ctx, json_string_value(output), text);
         return;
     }
     const char *package = json_string_value(json_object_get(reply, "package"));
@@ -266,13 +274,15 @@ eval_job_t *session_eval(session_t *s, const eval_request_t *req, eval_done_fn d
     eval_job_t *job = xcalloc(1, sizeof *job);
     job->session = s;
     job->done = done;
+    job->on_output = req->on_output;
     job->ctx = ctx;
     job->seq = ++s->next_seq;
     job->timeout = req->timeout;
     buf_init(&job->frame);
     frame_eval_t f = {
         .seq = job->seq,
-        .flags = req->timing ? FRAME_FLAG_TIMING : 0,
+        .flags = (uint8_t)((req->timing ? FRAME_FLAG_TIMING : 0) |
+                           (req->on_output ? FRAME_FLAG_STREAM : 0)),
         .output_cap = (uint32_t)cfg->max_output_bytes,
         .value_cap = (uint32_t)cfg->max_output_bytes,
         .package = req->package,

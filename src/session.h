@@ -32,7 +32,12 @@ typedef enum eval_end {
     EVAL_END_START_FAILED  /* no image could be started */
 } eval_end_t;
 
+/* Output of a running evaluation, as it is written (stream: "stdout" or
+ * "stderr"); text is borrowed. */
+typedef void (*eval_output_fn)(void *ctx, const char *stream, json_t *text);
+
 typedef struct eval_request {
+    eval_output_fn on_output;  /* NULL: output comes only with the result */
     const char *code;
     size_t      code_len;
     const char *package;     /* NULL: the session's current package */

@@ -229,11 +229,18 @@ static session_t *resolve_session(registry_t *reg, json_t *args, json_t **error)
 /* ---- evaluations ------------------------------------------------------ */
 
 struct tool_call {
-    report_kind_t kind;
-    tool_done_fn  done;
-    void         *ctx;
-    eval_job_t   *job;
+    report_kind_t  kind;
+    tool_done_fn   done;
+    tool_output_fn output;
+    void          *ctx;
+    eval_job_t    *job;
 };
+
+static void on_eval_output(void *ctx, const char *stream, json_t *text)
+{
+    tool_call_t *call = ctx;
+    call->output(call->ctx, stream, text);
+}
 
 static void on_eval_done(void *ctx, const eval_result_t *r)
 {
@@ -243,8 +250,8 @@ static void on_eval_done(void *ctx, const eval_result_t *r)
 }
 
 static tool_status_t start_eval(registry_t *reg, report_kind_t kind, json_t *args,
-                                tool_done_fn done, void *ctx, json_t **result,
-                                tool_call_t **pending)
+                                tool_done_fn done, tool_output_fn output, void *ctx,
+                                json_t **result, tool_call_t **pending)
 {
     session_t *s = resolve_session(reg, args, result);
     if (s == NULL)
@@ -253,6 +260,7 @@ static tool_status_t start_eval(registry_t *reg, report_kind_t kind, json_t *arg
     json_t *package = json_object_get(args, "package");
     json_t *timeout = json_object_get(args, "timeout-seconds");
     eval_request_t req = {
+        .on_output = output ? on_eval_output : NULL,
         .code = json_string_value(code),
         .code_len = json_string_length(code),
         .package = json_string_value(package),
@@ -261,7 +269,7 @@ static tool_status_t start_eval(registry_t *reg, report_kind_t kind, json_t *arg
         .timeout = timeout ? json_number_value(timeout) : registry_config(reg)->eval_timeout,
     };
     tool_call_t *call = xmalloc(sizeof *call);
-    *call = (tool_call_t){.kind = kind, .done = done, .ctx = ctx};
+    *call = (tool_call_t){.kind = kind, .done = done, .output = output, .ctx = ctx};
     const char *err;
     call->job = session_eval(s, &req, on_eval_done, call, &err);
     if (call->job == NULL) {
@@ -343,7 +351,7 @@ static json_t *close_session(registry_t *reg, json_t *args)
 }
 
 tool_status_t tools_call(registry_t *reg, const char *name, json_t *args,
-                         tool_done_fn done, void *ctx, json_t **result,
+                         tool_done_fn done, tool_output_fn output, void *ctx, json_t **result,
                          tool_call_t **pending, char *message, size_t message_size)
 {
     json_t *tool = find_tool(name);
@@ -354,9 +362,9 @@ tool_status_t tools_call(registry_t *reg, const char *name, json_t *args,
     if (check_arguments(tool, args, message, message_size) < 0)
         return TOOL_BAD_PARAMS;
     if (strcmp(name, "evaluate-lisp") == 0)
-        return start_eval(reg, REPORT_EVALUATE, args, done, ctx, result, pending);
+        return start_eval(reg, REPORT_EVALUATE, args, done, output, ctx, result, pending);
     if (strcmp(name, "time-execution") == 0)
-        return start_eval(reg, REPORT_TIME, args, done, ctx, result, pending);
+        return start_eval(reg, REPORT_TIME, args, done, output, ctx, result, pending);
     if (strcmp(name, "create-session") == 0)
         *result = create_session(reg, args);
     else if (strcmp(name, "list-sessions") == 0)

@@ -20,12 +20,14 @@ typedef struct tool_call tool_call_t;
 
 /* result is stolen; NULL means the call was cancelled: answer nothing. */
 typedef void (*tool_done_fn)(void *ctx, json_t *result);
+/* Output of a running evaluation as it is written (NULL: not wanted). */
+typedef void (*tool_output_fn)(void *ctx, const char *stream, json_t *text);
 
 /* The tools/list result, a new reference. */
 json_t *tools_list(void);
 
 tool_status_t tools_call(registry_t *reg, const char *name, json_t *args,
-                         tool_done_fn done, void *ctx, json_t **result,
+                         tool_done_fn done, tool_output_fn output, void *ctx, json_t **result,
                          tool_call_t **pending, char *message, size_t message_size);
 
 /* The callback runs with NULL, possibly before this returns. */

@@ -5,9 +5,10 @@
  * pieces, then once more at its end. A POSTed JSON-RPC request is handed to
  * the MCP connection of its session and the HTTP connection is suspended
  * until the connection's send function receives the matching response; then
- * it is resumed and answered with application/json. A request that carries a
- * progressToken is answered at once with an SSE stream instead, which carries
- * its progress notifications and then its response. Notifications and
+ * it is resumed and answered with application/json. A request that will have
+ * notifications (a progressToken, or output the client asked to hear as log
+ * messages) is answered at once with an SSE stream instead, which carries them
+ * and then its response. Notifications and
  * responses from the client get 202. GET offers no stream (405); DELETE ends
  * the session.
  *
@@ -46,7 +47,7 @@ typedef struct http_call {
     http_session_t        *session;     /* NULL once the session has ended */
     struct MHD_Connection *connection;  /* NULL once the client has gone */
     json_t                *id;
-    json_t                *progress_token; /* set: answered as an SSE stream */
+    int                    stream;      /* answered as an SSE stream */
     char                  *response;    /* JSON: the response, once it is known */
     buf_t                  events;      /* SSE: events not yet sent */
     int                    done;        /* the response has been given */
@@ -132,7 +133,6 @@ static enum MHD_Result refuse(struct MHD_Connection *c, unsigned status, int cod
 static void free_call(http_call_t *call)
 {
     json_decref(call->id);
-    json_decref(call->progress_token);
     free(call->response);
     buf_free(&call->events);
     free(call);
@@ -158,7 +158,7 @@ static void on_mhd_timer(uv_timer_t *t);
 static void deliver(http_session_t *s, http_call_t *call, json_t *message, int final)
 {
     char *json = json_dumps(message, JSON_COMPACT | JSON_REAL_PRECISION(12));
-    if (call->progress_token) {
+    if (call->stream) {
         buf_printf(&call->events, "event: message\ndata: %s\n\n", json);
         free(json);
     } else {
@@ -189,28 +189,18 @@ static http_call_t *waiting_call(http_session_t *s, json_t *id)
     return NULL;
 }
 
-static http_call_t *call_with_token(http_session_t *s, json_t *token)
-{
-    for (http_call_t *call = s->calls; call; call = call->next)
-        if (!call->done && call->progress_token && json_equal(call->progress_token, token))
-            return call;
-    return NULL;
-}
-
 /* The MCP connection's send function: a response goes to the POST that
- * carried its request, a progress notification to the stream of the call it
- * is about. Other notifications have no stream to travel on. */
-static void session_send(void *transport, json_t *message)
+ * carried its request, a notification to the stream of the request it is
+ * about. Other notifications have no stream to travel on. */
+static void session_send(void *transport, json_t *message, json_t *related)
 {
     http_session_t *s = transport;
     json_t *id = json_object_get(message, "id");
-    const char *method = json_string_value(json_object_get(message, "method"));
-    http_call_t *call = NULL;
-    if (method && strcmp(method, "notifications/progress") == 0) {
-        call = call_with_token(s, json_object_get(json_object_get(message, "params"), "progressToken"));
-        if (call)
+    http_call_t *call;
+    if (json_object_get(message, "method")) {
+        if (related && (call = waiting_call(s, related)) != NULL && call->stream)
             deliver(s, call, message, 0);
-    } else if (method == NULL && id && (call = waiting_call(s, id)) != NULL) {
+    } else if (id && (call = waiting_call(s, id)) != NULL) {
         deliver(s, call, message, 1);
     }
 }
@@ -436,14 +426,12 @@ static enum MHD_Result do_request(struct MHD_Connection *c, http_request_t *r,
     call->id = json_incref(msg->id);
     call->initialize = initialize;
     buf_init(&call->events);
-    json_t *token = json_object_get(json_object_get(msg->params, "_meta"), "progressToken");
-    if ((json_is_string(token) || json_is_integer(token)) && accepts_events(c) && !initialize)
-        call->progress_token = json_incref(token);
+    call->stream = mcp_conn_streams(s->conn, msg) && accepts_events(c);
     call->next = s->calls;
     s->calls = call;
     r->call = call;
     mcp_conn_dispatch(s->conn, msg);
-    if (call->progress_token)
+    if (call->stream)
         return open_stream(c, call);
     if (call->response == NULL) {
         call->suspended = 1;
@@ -548,7 +536,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         *upload_size = 0;
         return MHD_YES;
     }
-    if (r->call && !r->call->progress_token)   /* resumed: the response has come */
+    if (r->call && !r->call->stream)    /* resumed: the response has come */
         return answer_call(c, r);
     if (strcmp(method, "POST") == 0)
         return do_post(h, c, r);

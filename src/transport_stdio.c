@@ -86,8 +86,9 @@ static void on_line_written(uv_write_t *req, int status)
         close_output(t);
 }
 
-static void send_line(void *ctx, json_t *message)
+static void send_line(void *ctx, json_t *message, json_t *related)
 {
+    (void)related;   /* one stream carries everything */
     stdio_transport_t *t = ctx;
     char *json = json_dumps(message, JSON_COMPACT | JSON_REAL_PRECISION(12));
     if (json == NULL) {
@@ -134,7 +135,7 @@ static void too_large(stdio_transport_t *t)
     json_t *e = jsonrpc_error(NULL, JSONRPC_PARSE_ERROR,
                               "Parse error: message larger than %zu bytes (--max-message-bytes); "
                               "it was skipped", t->srv->cfg->max_message_bytes);
-    send_line(t, e);
+    send_line(t, e, NULL);
     json_decref(e);
 }
 

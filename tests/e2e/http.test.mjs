@@ -3,6 +3,7 @@
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
+import { LoggingMessageNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import {
   startHttpServer, connectHttp, startServer, evalValue, evaluate, createSession, callTool, childPids, isAlive,
   sleep, runBinary, value,
@@ -272,6 +273,58 @@ describe('progress', () => {
       const { r, seen } = await callWithProgress(srv.client);
       assert.deepEqual(r.structuredContent.values, [':FINISHED']);
       assert.ok(seen.length >= 2, `progress notifications: ${JSON.stringify(seen)}`);
+    } finally {
+      await srv.close();
+    }
+  });
+});
+
+describe('output as it is written, as log messages', () => {
+  const CODE = '(dotimes (i 4) (format t "line ~a~%" i) (finish-output) (sleep 0.3))';
+
+  async function collect(client) {
+    const messages = [];
+    client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => messages.push(n.params));
+    await client.setLoggingLevel('info');
+    const r = await client.callTool({ name: 'evaluate-lisp', arguments: { code: CODE } });
+    return { r, messages };
+  }
+
+  function check({ r, messages }) {
+    assert.equal(r.structuredContent.stdout, 'line 0\nline 1\nline 2\nline 3\n', 'the result still has all of it');
+    const streamed = messages.filter((m) => m.logger === 'stdout').map((m) => m.data).join('');
+    assert.ok(streamed.startsWith('line 0\nline 1\n'), `streamed while running: ${JSON.stringify(messages)}`);
+    assert.ok(messages.every((m) => m.level === 'info'));
+  }
+
+  test('over HTTP, on the call\'s SSE stream, once the client set a log level', async () => {
+    const srv = await startHttpServer();
+    try {
+      const c = await connectHttp(srv.url);
+      check(await collect(c.client));
+      await c.close();
+    } finally {
+      await srv.stop();
+    }
+  });
+
+  test('over stdio', async () => {
+    const srv = await startServer();
+    try {
+      check(await collect(srv.client));
+    } finally {
+      await srv.close();
+    }
+  });
+
+  test('nothing is streamed to a client that did not ask', async () => {
+    const srv = await startServer();
+    try {
+      const messages = [];
+      srv.client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => messages.push(n.params));
+      const r = await srv.client.callTool({ name: 'evaluate-lisp', arguments: { code: CODE } });
+      assert.equal(r.structuredContent.stdout.split('\n').length, 5);
+      assert.deepEqual(messages, []);
     } finally {
       await srv.close();
     }
