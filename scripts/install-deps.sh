@@ -17,4 +17,6 @@ sudo=""
 [ "$(id -u)" -ne 0 ] && sudo="sudo"
 echo "Installing:$missing" >&2
 $sudo apt-get update -qq
+# $missing is a list of package names: split it.
+# shellcheck disable=SC2086
 DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq $missing >/dev/null

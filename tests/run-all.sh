@@ -4,13 +4,20 @@
 # build/lispmcp through the official MCP SDK client). Ends with one line CI
 # reads: "N passed, M failed".
 set -u
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 BUILD=${BUILD:-build}
 export LISPMCP_BIN="${LISPMCP_BIN:-$PWD/$BUILD/lispmcp}"
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 passed=0
 failed=0
+
+# Add one runner's counts; a nonzero exit with no failure counted is a failure.
+add_counts() { # passed failed exit-status
+    passed=$((passed + $1))
+    failed=$((failed + $2))
+    [ "$3" -ne 0 ] && [ "$2" -eq 0 ] && failed=$((failed + 1))
+}
 
 for t in "$@"; do
     echo "== $t"
@@ -27,9 +34,7 @@ for t in "$@"; do
     n=$(echo "$line" | sed -E 's/.*Checks: ([0-9]+).*/\1/')
     f=$(echo "$line" | sed -E 's/.*Failures: ([0-9]+).*/\1/')
     e=$(echo "$line" | sed -E 's/.*Errors: ([0-9]+).*/\1/')
-    passed=$((passed + n - f - e))
-    failed=$((failed + f + e))
-    [ "$status" -ne 0 ] && [ $((f + e)) -eq 0 ] && failed=$((failed + 1))
+    add_counts $((n - f - e)) $((f + e)) "$status"
 done
 
 # Run node's test runner on a folder and add its counts to the totals.
@@ -45,9 +50,7 @@ node_tests() {
         failed=$((failed + 1))
         return
     fi
-    passed=$((passed + p))
-    failed=$((failed + f))
-    [ "$status" -ne 0 ] && [ "$f" -eq 0 ] && failed=$((failed + 1))
+    add_counts "$p" "$f" "$status"
 }
 
 node_tests tests/e2e/
@@ -66,9 +69,7 @@ else
     p=${line%% passed*}
     f=${line#*, }
     f=${f%% failed}
-    passed=$((passed + p))
-    failed=$((failed + f))
-    [ "$status" -ne 0 ] && [ "$f" -eq 0 ] && failed=$((failed + 1))
+    add_counts "$p" "$f" "$status"
 fi
 
 echo "$passed passed, $failed failed"

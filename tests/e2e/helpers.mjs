@@ -35,6 +35,16 @@ const REQUEST_TIMEOUT_MS = 120_000;
 
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
+/** Poll predicate every 50 ms until it holds or ms pass; resolves to its last value. */
+export async function waitUntil(predicate, ms = 5000) {
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
+    if (predicate()) return true;
+    await sleep(50);
+  }
+  return predicate();
+}
+
 /** Resolve to the promise's value, or to `fallback` after ms (the timer is cleared either way). */
 export function within(promise, ms, fallback = null) {
   let timer;

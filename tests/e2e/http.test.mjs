@@ -6,7 +6,7 @@ import http from 'node:http';
 import { LoggingMessageNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import {
   startHttpServer, connectHttp, startServer, evalValue, evaluate, createSession, callTool, childPids, isAlive,
-  sleep, runBinary, value,
+  sleep, runBinary, value, waitUntil,
 } from './helpers.mjs';
 
 const JSON_HEADERS = { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream' };
@@ -29,15 +29,6 @@ function postWithHost(url, body, headers) {
     req.on('error', reject);
     req.end(JSON.stringify(body));
   });
-}
-
-async function waitUntil(predicate, ms = 5000) {
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    if (predicate()) return true;
-    await sleep(50);
-  }
-  return predicate();
 }
 
 describe('many clients, one server', () => {

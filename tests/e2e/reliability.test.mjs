@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import {
   startServer, evaluate, evalOk, evalValue, evalError, createSession, callTool, closeSession,
-  childPids, isAlive, sleep, value,
+  childPids, isAlive, sleep, value, waitUntil,
 } from './helpers.mjs';
 
 /** PIDs whose command line contains marker (a unique number we gave /bin/sleep). */
@@ -22,15 +22,6 @@ function pidsWithMarker(marker) {
     }
   }
   return out;
-}
-
-async function waitUntil(predicate, ms = 5000) {
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    if (predicate()) return true;
-    await sleep(50);
-  }
-  return predicate();
 }
 
 describe('a session cannot reach the server or another session', () => {
