@@ -174,6 +174,42 @@ static json_t *truncation_of(const eval_result_t *r)
     return t;
 }
 
+/* content[0].text: what a person reads, section by section. */
+static void eval_text(buf_t *text, const eval_result_t *r, json_t *out, json_t *err,
+                      json_t *values, json_t *error, json_t *truncated, json_t *timing)
+{
+    if (r->notice)
+        buf_printf(text, "; Note: %s\n", r->notice);
+    text_section(text, "stdout", json_string_value(out), json_string_length(out));
+    text_section(text, "stderr", json_string_value(err), json_string_length(err));
+    if (r->console_len) {
+        buf_t console;
+        buf_init(&console);
+        utf8_sanitize(&console, r->console, r->console_len);
+        text_section(text, "console", console.data, console.len);
+        buf_free(&console);
+    }
+    json_t *warnings = json_object_get(r->reply, "warnings");
+    size_t i;
+    json_t *item;
+    if (json_array_size(warnings)) {
+        buf_append_str(text, "[warnings]\n");
+        json_array_foreach(warnings, i, item)
+            buf_printf(text, "%s: %s\n", string_field(item, "type"), string_field(item, "message"));
+    }
+    if (error) {
+        text_error(text, error);
+    } else if (json_array_size(values) == 0) {
+        buf_append_str(text, "; No values\n");
+    } else {
+        json_array_foreach(values, i, item)
+            buf_printf(text, "=> %s\n", json_string_value(item) ? json_string_value(item) : "");
+    }
+    if (truncated)
+        text_truncation(text, truncated);
+    text_timing(text, timing);
+}
+
 json_t *report_eval(report_kind_t kind, const eval_result_t *r)
 {
     json_t *reply = r->reply;
@@ -216,41 +252,9 @@ json_t *report_eval(report_kind_t kind, const eval_result_t *r)
 
     buf_t text;
     buf_init(&text);
-    if (r->notice)
-        buf_printf(&text, "; Note: %s\n", r->notice);
-    text_section(&text, "stdout", json_string_value(out), json_string_length(out));
-    text_section(&text, "stderr", json_string_value(err), json_string_length(err));
+    eval_text(&text, r, out, err, values, error, truncated, timing);
     json_decref(out);
     json_decref(err);
-    if (r->console_len) {
-        buf_t console;
-        buf_init(&console);
-        utf8_sanitize(&console, r->console, r->console_len);
-        text_section(&text, "console", console.data, console.len);
-        buf_free(&console);
-    }
-    json_t *warnings = json_object_get(reply, "warnings");
-    if (json_array_size(warnings)) {
-        buf_append_str(&text, "[warnings]\n");
-        size_t i;
-        json_t *w;
-        json_array_foreach(warnings, i, w)
-            buf_printf(&text, "%s: %s\n", string_field(w, "type"), string_field(w, "message"));
-    }
-    if (error) {
-        text_error(&text, error);
-    } else if (json_array_size(values) == 0) {
-        buf_append_str(&text, "; No values\n");
-    } else {
-        size_t i;
-        json_t *v;
-        json_array_foreach(values, i, v)
-            buf_printf(&text, "=> %s\n", json_string_value(v) ? json_string_value(v) : "");
-    }
-    if (truncated)
-        text_truncation(&text, truncated);
-    text_timing(&text, timing);
-
     json_t *result = result_of(sc, text.data ? text.data : "", text.len);
     buf_free(&text);
     if (error)
