@@ -35,6 +35,8 @@ static const char usage_text[] =
     "  --interrupt-grace SECONDS time an interrupted evaluation gets before its worker is\n"
     "                            killed (default 2)\n"
     "  --max-sessions N          live sessions in the whole server (default 100)\n"
+    "  --pool-size N             Lisp images kept started ahead of need, so a new\n"
+    "                            session or a reset waits for none (default 2, max 64)\n"
     "  --session-memory-mb N     SBCL dynamic space per session (default 512)\n"
     "  --idle-timeout SECONDS    close sessions idle this long (default 0 = never)\n"
     "  --max-output-bytes N      output kept per stream and per printed value in one\n"
@@ -48,7 +50,7 @@ static const char usage_text[] =
 
 enum {
     OPT_HTTP = 256, OPT_TOKEN, OPT_ALLOW_ORIGIN, OPT_HTTP_SESSION_TIMEOUT, OPT_ALLOW_REMOTE, OPT_SBCL, OPT_CORE, OPT_EVAL_TIMEOUT, OPT_GRACE,
-    OPT_MAX_SESSIONS, OPT_MEMORY, OPT_IDLE, OPT_MAX_OUTPUT, OPT_MAX_MESSAGE,
+    OPT_MAX_SESSIONS, OPT_POOL_SIZE, OPT_MEMORY, OPT_IDLE, OPT_MAX_OUTPUT, OPT_MAX_MESSAGE,
     OPT_LOG_LEVEL, OPT_HELP, OPT_VERSION
 };
 
@@ -63,6 +65,7 @@ static const struct option options[] = {
     {"eval-timeout", required_argument, NULL, OPT_EVAL_TIMEOUT},
     {"interrupt-grace", required_argument, NULL, OPT_GRACE},
     {"max-sessions", required_argument, NULL, OPT_MAX_SESSIONS},
+    {"pool-size", required_argument, NULL, OPT_POOL_SIZE},
     {"session-memory-mb", required_argument, NULL, OPT_MEMORY},
     {"idle-timeout", required_argument, NULL, OPT_IDLE},
     {"max-output-bytes", required_argument, NULL, OPT_MAX_OUTPUT},
@@ -125,6 +128,7 @@ config_result_t config_parse(config_t *cfg, int argc, char **argv, FILE *out, FI
     cfg->http_session_timeout = 3600;
     cfg->interrupt_grace = 2;
     cfg->max_sessions = 100;
+    cfg->pool_size = 2;
     cfg->session_memory_mb = 512;
     cfg->max_output_bytes = 1 << 20;
     cfg->max_message_bytes = 64 << 20;
@@ -159,6 +163,10 @@ config_result_t config_parse(config_t *cfg, int argc, char **argv, FILE *out, FI
         case OPT_MAX_SESSIONS:
             bad = parse_count(optarg, 1, 100000, &n);
             cfg->max_sessions = (int)n;
+            break;
+        case OPT_POOL_SIZE:
+            bad = parse_count(optarg, 0, 64, &n);
+            cfg->pool_size = (int)n;
             break;
         case OPT_MEMORY:
             bad = parse_count(optarg, 64, 1 << 20, &n);

@@ -20,6 +20,7 @@ typedef struct config {
     double      eval_timeout;       /* seconds; 0 = none */
     double      interrupt_grace;    /* seconds an interrupted worker gets to unwind */
     int         max_sessions;       /* live sessions in the whole server */
+    int         pool_size;          /* workers kept started ahead of need */
     int         session_memory_mb;  /* SBCL dynamic space per worker */
     double      idle_timeout;       /* seconds; 0 = never close idle sessions */
     size_t      max_output_bytes;   /* per captured stream and per printed value */

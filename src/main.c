@@ -12,6 +12,7 @@
 
 #include "config.h"
 #include "log.h"
+#include "pool.h"
 #include "server.h"
 #include "tools.h"
 #include "transport_http.h"
@@ -78,6 +79,7 @@ int main(int argc, char **argv)
 
     uv_loop_t *loop = uv_default_loop();
     server_t srv = {.loop = loop, .cfg = &cfg};
+    srv.pool = pool_new(&srv);
     if (cfg.http) {
         if (transport_http_start(&srv) < 0) {
             config_free(&cfg);

@@ -8,10 +8,13 @@
 
 #include "config.h"
 
+struct pool;
+
 typedef struct server {
     uv_loop_t      *loop;
     const config_t *cfg;
     int             live_sessions;
+    struct pool    *pool;          /* workers started ahead of need, or NULL */
 } server_t;
 
 #endif

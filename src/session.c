@@ -15,6 +15,7 @@
 
 #include "frame.h"
 #include "log.h"
+#include "pool.h"
 
 #define EXPIRED_REMEMBERED 32
 
@@ -174,7 +175,8 @@ static int start_worker(session_t *s, const char **err)
 {
     static char message[256];
     server_t *srv = s->registry->srv;
-    int rc = worker_start(srv->loop, srv->cfg, &session_worker_events, s, &s->worker);
+    s->worker = srv->pool ? pool_take(srv->pool, &session_worker_events, s) : NULL;
+    int rc = s->worker ? 0 : worker_start(srv->loop, srv->cfg, &session_worker_events, s, &s->worker);
     if (rc < 0) {
         s->worker = NULL;
         snprintf(message, sizeof message, "cannot start the Lisp image (%s): %s",

@@ -30,6 +30,7 @@
 #include "jsonrpc.h"
 #include "log.h"
 #include "mcp.h"
+#include "pool.h"
 #include "util.h"
 
 #define MCP_PATH        "/mcp"
@@ -613,6 +614,8 @@ static void shut_down(http_server_t *h)
     log_info("shutting down");
     while (h->sessions)
         end_session(h->sessions, "shutdown");
+    pool_free(h->srv->pool);
+    h->srv->pool = NULL;
     drive(h);                              /* hand out the last answers */
     uv_poll_stop(&h->poll);
     MHD_stop_daemon(h->daemon);

@@ -15,6 +15,7 @@
 #include "jsonrpc.h"
 #include "log.h"
 #include "mcp.h"
+#include "pool.h"
 #include "util.h"
 
 #define READ_CHUNK 65536
@@ -270,6 +271,8 @@ static void shut_down(stdio_transport_t *t)
     log_info("shutting down");
     mcp_conn_free(t->conn);   /* kills every worker; they are reaped as the loop runs on */
     t->conn = NULL;
+    pool_free(t->srv->pool);
+    t->srv->pool = NULL;
     if (!t->in_is_file)
         uv_close(&t->in.handle, NULL);
     uv_close((uv_handle_t *)&t->sigterm, NULL);

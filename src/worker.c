@@ -380,6 +380,12 @@ void worker_send(worker_t *w, const char *frame, size_t len)
     }
 }
 
+void worker_adopt(worker_t *w, const worker_events_t *events, void *ctx)
+{
+    w->events = events;
+    w->ctx = ctx;
+}
+
 void worker_interrupt(worker_t *w)
 {
     /* To the main thread, which evaluates, even when user threads exist. */

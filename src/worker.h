@@ -32,6 +32,9 @@ typedef struct worker_events {
 int worker_start(uv_loop_t *loop, const config_t *cfg, const worker_events_t *events,
                  void *ctx, worker_t **out);
 
+/* From now on report to events/ctx (a pooled worker joining a session). */
+void worker_adopt(worker_t *w, const worker_events_t *events, void *ctx);
+
 /* Queue one frame (the bytes are copied). If the worker cannot take it, its
  * death is reported through on_death, never here. */
 void worker_send(worker_t *w, const char *frame, size_t len);
