@@ -92,8 +92,8 @@ describe('the image dies', () => {
   });
 
   test('a worker killed from outside while idle: next call works in a fresh image with a notice', { timeout: 60_000 }, async () => {
-    // a server of its own, so that its only sbcl child is the default session's worker
-    const own = await startServer();
+    // a server of its own, without a pool, so that its only sbcl child is the default session's worker
+    const own = await startServer({ args: ['--pool-size', '0'] });
     extra.push(own);
     await evalOk(own, '(defvar *outside* 1)');
     const kids = childPids(own.pid).filter((p) => /sbcl/.test(cmdline(p)));

@@ -121,7 +121,7 @@ describe('many clients, one server', () => {
 
 describe('ending sessions', () => {
   test('DELETE ends the session and reaps its workers; other clients keep theirs', async () => {
-    const srv = await startHttpServer();
+    const srv = await startHttpServer({ args: ['--pool-size', '0'] });   // count workers one by one
     try {
       const other = await connectHttp(srv.url);
       await evalValue(other.client, '(defvar *kept* :yes)');
@@ -203,7 +203,7 @@ describe('security defaults', () => {
 
 describe('a client that disappears', () => {
   test('mid-evaluation: its session expires and nothing is left behind', { timeout: 60_000 }, async () => {
-    const srv = await startHttpServer({ args: ['--http-session-timeout', '1'] });
+    const srv = await startHttpServer({ args: ['--http-session-timeout', '1', '--pool-size', '0'] });
     try {
       const sid = (await post(srv.url, INIT)).headers.get('mcp-session-id');
       const h = { 'Mcp-Session-Id': sid };

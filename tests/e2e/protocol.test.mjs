@@ -287,8 +287,9 @@ describe('ids, notifications, ping, logging', () => {
 
 // ---------------------------------------------------------------------------
 describe('shutdown', () => {
+  // No pool here: these tests count a server's workers one by one.
   async function startWithWorkers() {
-    const s = raw();
+    const s = raw({ args: ['--pool-size', '0'] });
     await s.initialize();
     const a = await s.callTool('evaluate-lisp', { code: '(+ 1 2)' });
     assert.deepEqual(a.result.structuredContent.values, ['3']);

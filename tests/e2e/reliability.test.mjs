@@ -223,3 +223,34 @@ describe('misbehaviour stays in its own session', () => {
     for (const [k, s] of ids.slice(1).entries()) assert.equal(await evalValue(srv, '(f 100)', { session: s }), String(101 + k));
   });
 });
+
+describe('the warm pool', () => {
+  test('keeps --pool-size images ready, refills after each take, and hands out clean ones', async () => {
+    const srv = await startServer({ args: ['--pool-size', '2'] });
+    try {
+      assert.ok(await waitUntil(() => childPids(srv.pid).length === 2), 'two images wait before any session');
+      await evalOk(srv, '(defvar *from-default* 1)');
+      const s = await createSession(srv);
+      assert.equal(await evalValue(srv, "(boundp '*from-default*)", { session: s }), 'NIL');
+      // default + s in use, and the pool refilled to two beside them.
+      assert.ok(await waitUntil(() => childPids(srv.pid).length === 4), `workers: ${childPids(srv.pid)}`);
+      await callTool(srv, 'reset-session', { session: s });
+      assert.equal(await evalValue(srv, "(boundp '*from-default*)", { session: s }), 'NIL');
+      assert.ok(await waitUntil(() => childPids(srv.pid).length === 4), 'the reset image came from the pool, which refilled');
+    } finally {
+      await srv.close();
+    }
+  });
+
+  test('--pool-size 0 starts images only when a session needs one', async () => {
+    const srv = await startServer({ args: ['--pool-size', '0'] });
+    try {
+      await sleep(300);
+      assert.equal(childPids(srv.pid).length, 0);
+      await evalOk(srv, '(+ 1 1)');
+      assert.equal(childPids(srv.pid).length, 1);
+    } finally {
+      await srv.close();
+    }
+  });
+});
