@@ -221,7 +221,6 @@ static void settle_cancelled(http_session_t *s, jsonrpc_msg_t *msg)
     }
 }
 
-
 static http_session_t *new_session(http_server_t *h)
 {
     unsigned char raw[SESSION_ID_LEN / 2];
