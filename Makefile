@@ -65,7 +65,14 @@ conformance: all node_modules/.package-lock.json
 	@BUILD=$(BUILD) tests/conformance/run.sh
 
 # Benchmarks: they print their figures (not part of check).
-bench: all node_modules/.package-lock.json
+$(BUILD)/floor: bench/floor.c | $(BUILD)/obj
+	$(CC) $(ALL_CFLAGS) -o $@ $<
+
+$(BUILD)/bench: bench/bench.c | $(BUILD)/obj
+	$(CC) $(ALL_CFLAGS) -o $@ $< $(LDLIBS)
+
+bench: all $(BUILD)/bench $(BUILD)/floor node_modules/.package-lock.json
+	$(BUILD)/bench $(BUILD)/lispmcp $(BUILD)/floor
 	node bench/http-load.mjs
 
 # Random hostile programs in many sessions for SOAK_SECONDS (not part of check).
