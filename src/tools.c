@@ -178,10 +178,14 @@ static int check_arguments(json_t *tool, json_t *args, char *message, size_t siz
         }
         json_t *minimum = json_object_get(prop, "minimum");
         json_t *maximum = json_object_get(prop, "maximum");
-        if ((minimum && json_number_value(value) < json_number_value(minimum)) ||
-            (maximum && json_number_value(value) > json_number_value(maximum))) {
-            snprintf(message, size, "Invalid params: argument \"%s\" must be between %g and %g",
-                     key, json_number_value(minimum), json_number_value(maximum));
+        if (minimum && json_number_value(value) < json_number_value(minimum)) {
+            snprintf(message, size, "Invalid params: argument \"%s\" must be at least %g",
+                     key, json_number_value(minimum));
+            return -1;
+        }
+        if (maximum && json_number_value(value) > json_number_value(maximum)) {
+            snprintf(message, size, "Invalid params: argument \"%s\" must be at most %g",
+                     key, json_number_value(maximum));
             return -1;
         }
     }

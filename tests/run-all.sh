@@ -19,58 +19,51 @@ add_counts() { # passed failed exit-status
     [ "$3" -ne 0 ] && [ "$2" -eq 0 ] && failed=$((failed + 1))
 }
 
-for t in "$@"; do
-    echo "== $t"
-    "$t" >"$log" 2>&1
-    status=$?
-    cat "$log"
-    # Check's summary: "100%: Checks: 12, Failures: 0, Errors: 0"
-    line=$(grep -E 'Checks: [0-9]+, Failures: [0-9]+, Errors: [0-9]+' "$log" | tail -n 1)
-    if [ -z "$line" ]; then
-        echo "$t: no summary (exit $status)"
-        failed=$((failed + 1))
-        continue
-    fi
-    n=$(echo "$line" | sed -E 's/.*Checks: ([0-9]+).*/\1/')
-    f=$(echo "$line" | sed -E 's/.*Failures: ([0-9]+).*/\1/')
-    e=$(echo "$line" | sed -E 's/.*Errors: ([0-9]+).*/\1/')
-    add_counts $((n - f - e)) $((f + e)) "$status"
-done
-
-# Run node's test runner on a folder and add its counts to the totals.
-node_tests() {
-    echo "== $1"
-    node --test --test-reporter=tap --test-concurrency=2 "$1" >"$log" 2>&1
-    status=$?
-    cat "$log"
+# Each parser reads a runner's output in $log and prints "PASSED FAILED", or
+# nothing when the runner printed no summary.
+check_counts() { # "100%: Checks: 12, Failures: 0, Errors: 0"
+    grep -E 'Checks: [0-9]+, Failures: [0-9]+, Errors: [0-9]+' "$log" | tail -n 1 |
+        sed -E 's/.*Checks: ([0-9]+), Failures: ([0-9]+), Errors: ([0-9]+).*/\1 \2 \3/' |
+        while read -r n f e; do echo "$((n - f - e)) $((f + e))"; done
+}
+tap_counts() { # "# pass 12" and "# fail 0"
     p=$(grep -E '^# pass [0-9]+' "$log" | tail -n 1 | sed -E 's/# pass //')
     f=$(grep -E '^# fail [0-9]+' "$log" | tail -n 1 | sed -E 's/# fail //')
-    if [ -z "$p" ] || [ -z "$f" ]; then
-        echo "$1: no summary (exit $status)"
+    [ -n "$p" ] && [ -n "$f" ] && echo "$p $f"
+}
+plain_counts() { # "12 passed, 0 failed"
+    grep -E '^[0-9]+ passed, [0-9]+ failed$' "$log" | tail -n 1 | sed -E 's/ passed, / /; s/ failed//'
+}
+
+# Run one runner, show its output, and add its counts: a runner without a
+# summary, or one that failed without counting a failure, counts as failed.
+stage() { # NAME PARSER COMMAND...
+    name=$1 parser=$2
+    shift 2
+    echo "== $name"
+    "$@" >"$log" 2>&1
+    status=$?
+    cat "$log"
+    counts=$($parser)
+    if [ -z "$counts" ]; then
+        echo "$name: no summary (exit $status)"
         failed=$((failed + 1))
         return
     fi
-    add_counts "$p" "$f" "$status"
+    # shellcheck disable=SC2086
+    add_counts $counts "$status"
 }
 
-node_tests tests/e2e/
+for t in "$@"; do
+    stage "$t" check_counts "$t"
+done
+node_test() { node --test --test-reporter=tap --test-concurrency=2 "$1"; }
+stage "end-to-end (tests/e2e)" tap_counts node_test tests/e2e/
 # valgrind cannot run a sanitizer build: the leak check runs with the plain one.
-[ "$BUILD" = build ] && node_tests tests/valgrind/
-
-echo "== conformance (the official MCP suite, over HTTP)"
-tests/conformance/run.sh >"$log" 2>&1
-status=$?
-cat "$log"
-line=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$log" | tail -n 1)
-if [ -z "$line" ]; then
-    echo "conformance: no summary (exit $status)"
-    failed=$((failed + 1))
-else
-    p=${line%% passed*}
-    f=${line#*, }
-    f=${f%% failed}
-    add_counts "$p" "$f" "$status"
+if [ "$BUILD" = build ]; then
+    stage "valgrind (tests/valgrind)" tap_counts node_test tests/valgrind/
 fi
+stage "conformance (the official MCP suite, over HTTP)" plain_counts tests/conformance/run.sh
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
