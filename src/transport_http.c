@@ -27,6 +27,7 @@
 #include <strings.h>
 #include <sys/random.h>
 
+#include "json_write.h"
 #include "jsonrpc.h"
 #include "log.h"
 #include "mcp.h"
@@ -121,7 +122,7 @@ static enum MHD_Result refuse(struct MHD_Connection *c, unsigned status, int cod
     vsnprintf(why, sizeof why, fmt, ap);
     va_end(ap);
     json_t *e = jsonrpc_error(NULL, code, "%s", why);
-    char *body = json_dumps(e, JSON_COMPACT);
+    char *body = json_text(e);
     json_decref(e);
     log_debug("HTTP %u: %s", status, why);
     enum MHD_Result ok = respond(c, status, body, NULL);
@@ -158,12 +159,12 @@ static void on_mhd_timer(uv_timer_t *t);
  * descriptor from outside. */
 static void deliver(http_session_t *s, http_call_t *call, json_t *message, int final)
 {
-    char *json = json_dumps(message, JSON_COMPACT | JSON_REAL_PRECISION(12));
     if (call->stream) {
-        buf_printf(&call->events, "event: message\ndata: %s\n\n", json);
-        free(json);
+        buf_append_str(&call->events, "event: message\ndata: ");
+        json_write(&call->events, message);
+        buf_append_str(&call->events, "\n\n");
     } else {
-        call->response = json;
+        call->response = json_text(message);
     }
     if (final) {
         call->done = 1;
@@ -414,7 +415,7 @@ static enum MHD_Result do_request(struct MHD_Connection *c, http_request_t *r,
     if (waiting_call(s, msg->id)) {
         json_t *e = jsonrpc_error(msg->id, JSONRPC_INVALID_REQUEST,
                                   "Invalid Request: id is already used by a request in progress");
-        char *body = json_dumps(e, JSON_COMPACT);
+        char *body = json_text(e);
         json_decref(e);
         enum MHD_Result ok = respond(c, MHD_HTTP_OK, body, NULL);
         free(body);
@@ -459,7 +460,7 @@ static enum MHD_Result do_post(http_server_t *h, struct MHD_Connection *c, http_
     jsonrpc_msg_t msg;
     json_t *error;
     if (jsonrpc_parse(r->body.data ? r->body.data : "", r->body.len, &msg, &error) < 0) {
-        char *body = json_dumps(error, JSON_COMPACT);
+        char *body = json_text(error);
         json_decref(error);
         enum MHD_Result ok = respond(c, MHD_HTTP_BAD_REQUEST, body, NULL);
         free(body);

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "json_write.h"
 #include "jsonrpc.h"
 #include "log.h"
 #include "mcp.h"
@@ -39,6 +40,7 @@ typedef struct stdio_transport {
     uv_fs_t        fs_read;
     char           fs_buf[READ_CHUNK];
     buf_t          line;            /* an incomplete line */
+    buf_t          out_line;        /* the line being sent, reused */
     int            discarding;      /* skipping the rest of an oversized line */
     int            pending_writes;
     int            input_done;      /* EOF seen: draining */
@@ -48,10 +50,11 @@ typedef struct stdio_transport {
     uv_signal_t    sigterm, sigint;
 } stdio_transport_t;
 
+/* The part of a line stdout would not take at once, waiting for libuv. */
 typedef struct line_write {
     uv_write_t         req;
     stdio_transport_t *t;
-    char              *json;
+    char               rest[];
 } line_write_t;
 
 static stdio_transport_t transport;   /* there is one stdin */
@@ -81,7 +84,6 @@ static void on_line_written(uv_write_t *req, int status)
     stdio_transport_t *t = lw->t;
     if (status < 0 && status != UV_ECANCELED)
         log_warn("writing to stdout: %s", uv_strerror(status));
-    free(lw->json);
     free(lw);
     if (--t->pending_writes == 0 && t->shutting_down)
         close_output(t);
@@ -91,26 +93,32 @@ static void send_line(void *ctx, json_t *message, json_t *related)
 {
     (void)related;   /* one stream carries everything */
     stdio_transport_t *t = ctx;
-    char *json = json_dumps(message, JSON_COMPACT | JSON_REAL_PRECISION(12));
-    if (json == NULL) {
-        log_error("cannot serialize a message");
-        return;
-    }
-    size_t len = strlen(json);
+    buf_t *line = &t->out_line;
+    buf_clear(line);
+    json_write(line, message);
+    buf_append(line, "\n", 1);
     if (t->out_is_file) {
-        write_all(STDOUT_FILENO, json, len);
-        write_all(STDOUT_FILENO, "\n", 1);
-        free(json);
+        write_all(STDOUT_FILENO, line->data, line->len);
         return;
     }
-    line_write_t *lw = xmalloc(sizeof *lw);
+    /* Most lines fit in the pipe: written now, with no copy and no request
+     * for libuv to track. What does not fit is queued behind. */
+    uv_buf_t b = uv_buf_init(line->data, (unsigned)line->len);
+    int n = uv_try_write(&t->out.stream, &b, 1);
+    size_t done = n > 0 ? (size_t)n : 0;
+    if (n < 0 && n != UV_EAGAIN) {
+        log_error("writing to stdout: %s", uv_strerror(n));
+        return;
+    }
+    if (done == line->len)
+        return;
+    line_write_t *lw = xmalloc(sizeof *lw + line->len - done);
     lw->t = t;
-    lw->json = json;
-    uv_buf_t bufs[2] = {uv_buf_init(json, (unsigned)len), uv_buf_init("\n", 1)};
-    int rc = uv_write(&lw->req, &t->out.stream, bufs, 2, on_line_written);
+    memcpy(lw->rest, line->data + done, line->len - done);
+    b = uv_buf_init(lw->rest, (unsigned)(line->len - done));
+    int rc = uv_write(&lw->req, &t->out.stream, &b, 1, on_line_written);
     if (rc < 0) {
         log_error("writing to stdout: %s", uv_strerror(rc));
-        free(json);
         free(lw);
         return;
     }
@@ -281,6 +289,7 @@ static void shut_down(stdio_transport_t *t)
     if (t->pending_writes == 0)
         close_output(t);
     buf_free(&t->line);
+    buf_free(&t->out_line);
 }
 
 static void on_signal(uv_signal_t *h, int signum)
@@ -295,6 +304,7 @@ int transport_stdio_start(server_t *srv)
     memset(t, 0, sizeof *t);
     t->srv = srv;
     buf_init(&t->line);
+    buf_init(&t->out_line);
     t->in_is_file = uv_guess_handle(STDIN_FILENO) == UV_FILE;
     t->out_is_file = uv_guess_handle(STDOUT_FILENO) == UV_FILE;
     int rc;
