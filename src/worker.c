@@ -1,8 +1,9 @@
 /* worker.c - start, feed, interrupt and reap SBCL worker processes.
  *
- * The child gets /dev/null as stdin, a pipe on each of fd 1 and 2 (drained
- * here with uv_poll so that a reply can first collect everything written to
- * the console before it), and one end of a socketpair as fd 3. sandbox.c
+ * The child gets /dev/null as stdin, one pipe on both fd 1 and fd 2, its
+ * console (drained here with uv_poll, and once more before each reply so
+ * that the reply carries everything written to the console before it; one
+ * pipe for both keeps that to one read), and one end of a socketpair as fd 3. sandbox.c
  * starts it walled off (its own PID namespace where the kernel allows it, its
  * own process group always), so closing a worker kills whatever the user's
  * code started too. Children are reaped here, on SIGCHLD.
@@ -46,7 +47,7 @@ struct worker {
     struct worker         *next_unreaped;
     uv_pipe_t              socket;
     uv_timer_t             linger;
-    console_pipe_t         console[2];
+    console_pipe_t         console;
     buf_t                  in;           /* bytes read from the socket, not yet framed */
     int                    handles;      /* open libuv handles; freed at zero */
     int                    greeted;      /* the hello frame has arrived */
@@ -145,18 +146,12 @@ static void drain_console(worker_t *w, console_pipe_t *c)
     }
 }
 
-static void drain_all_console(worker_t *w)
-{
-    drain_console(w, &w->console[0]);
-    drain_console(w, &w->console[1]);
-}
-
 static void on_console_readable(uv_poll_t *h, int status, int events)
 {
     (void)status;
     (void)events;
     worker_t *w = h->data;
-    drain_console(w, h == &w->console[0].handle ? &w->console[0] : &w->console[1]);
+    drain_console(w, &w->console);
 }
 
 static void declare_death(worker_t *w)
@@ -165,7 +160,7 @@ static void declare_death(worker_t *w)
         return;
     w->dead = 1;
     uv_timer_stop(&w->linger);
-    drain_all_console(w);
+    drain_console(w, &w->console);
     w->events->on_death(w->ctx, w->why);
 }
 
@@ -180,10 +175,8 @@ static void close_all(worker_t *w)
 {
     close_handle(w, (uv_handle_t *)&w->socket);
     close_handle(w, (uv_handle_t *)&w->linger);
-    for (int i = 0; i < 2; i++) {
-        close_handle(w, (uv_handle_t *)&w->console[i].handle);
-        close(w->console[i].fd);
-    }
+    close_handle(w, (uv_handle_t *)&w->console.handle);
+    close(w->console.fd);
 }
 
 static void on_linger_timeout(uv_timer_t *t)
@@ -243,7 +236,7 @@ static void handle_frame(worker_t *w, const char *payload, size_t len)
             return;
         }
     }
-    drain_all_console(w);
+    drain_console(w, &w->console);
     if (!w->closing)
         w->events->on_reply(w->ctx, msg);
     json_decref(msg);
@@ -282,13 +275,11 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *b)
     buf_consume(&w->in, used);
 }
 
-static int make_fds(int sock[2], int out[2], int err[2])
+static int make_fds(int sock[2], int console[2])
 {
-    sock[0] = sock[1] = out[0] = out[1] = err[0] = err[1] = -1;
+    sock[0] = sock[1] = console[0] = console[1] = -1;
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sock) < 0 ||
-        pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0)
-        return -errno;
-    if (fcntl(out[0], F_SETFL, O_NONBLOCK) < 0 || fcntl(err[0], F_SETFL, O_NONBLOCK) < 0)
+        pipe2(console, O_CLOEXEC) < 0 || fcntl(console[0], F_SETFL, O_NONBLOCK) < 0)
         return -errno;
     return 0;
 }
@@ -303,10 +294,10 @@ static void close_fds(int *fds, int n)
 int worker_start(uv_loop_t *loop, const config_t *cfg, const worker_events_t *events,
                  void *ctx, worker_t **out)
 {
-    int sock[2], cout[2], cerr[2];
-    int rc = make_fds(sock, cout, cerr);
+    int sock[2], console[2];
+    int rc = make_fds(sock, console);
     if (rc < 0) {
-        close_fds(sock, 2), close_fds(cout, 2), close_fds(cerr, 2);
+        close_fds(sock, 2), close_fds(console, 2);
         return rc;
     }
 
@@ -317,14 +308,14 @@ int worker_start(uv_loop_t *loop, const config_t *cfg, const worker_events_t *ev
     sandbox_spec_t spec = {
         .file = cfg->sbcl,
         .argv = args,
-        .fds = {cout[1], cerr[1], sock[1]},
+        .fds = {console[1], console[1], sock[1]},
         .max_open_files = 1024,
     };
     sandbox_level_t level;
     pid_t pid = sandbox_spawn(&spec, &level);
-    close(cout[1]), close(cerr[1]), close(sock[1]);
+    close(console[1]), close(sock[1]);
     if (pid < 0) {
-        close(cout[0]), close(cerr[0]), close(sock[0]);
+        close(console[0]), close(sock[0]);
         return uv_translate_sys_error(-pid);
     }
 
@@ -338,20 +329,17 @@ int worker_start(uv_loop_t *loop, const config_t *cfg, const worker_events_t *ev
     w->next_unreaped = unreaped;
     unreaped = w;
 
-    w->handles = 4;
+    w->handles = 3;
     uv_pipe_init(loop, &w->socket, 0);
     uv_pipe_open(&w->socket, sock[0]);
     w->socket.data = w;
     uv_timer_init(loop, &w->linger);
     w->linger.data = w;
-    int fds[2] = {cout[0], cerr[0]};
-    for (int i = 0; i < 2; i++) {
-        w->console[i].fd = fds[i];
-        w->console[i].open = 1;
-        uv_poll_init(loop, &w->console[i].handle, fds[i]);
-        w->console[i].handle.data = w;
-        uv_poll_start(&w->console[i].handle, UV_READABLE | UV_DISCONNECT, on_console_readable);
-    }
+    w->console.fd = console[0];
+    w->console.open = 1;
+    uv_poll_init(loop, &w->console.handle, console[0]);
+    w->console.handle.data = w;
+    uv_poll_start(&w->console.handle, UV_READABLE | UV_DISCONNECT, on_console_readable);
     uv_read_start((uv_stream_t *)&w->socket, on_alloc, on_read);
     log_debug("worker %d started (%s)", pid,
               level == SANDBOX_NAMESPACES ? "own PID namespace" : "own process group");
@@ -370,9 +358,20 @@ void worker_send(worker_t *w, const char *frame, size_t len)
 {
     if (w->socket_done || w->closing)
         return;   /* its death is already on the way */
-    write_req_t *req = xmalloc(sizeof *req + len);
-    memcpy(req->data, frame, len);
-    uv_buf_t b = uv_buf_init(req->data, (unsigned)len);
+    /* Almost every frame fits in the socket at once: no copy, and no write
+     * request for libuv to track (which also costs an epoll_ctl). */
+    uv_buf_t b = uv_buf_init((char *)frame, (unsigned)len);
+    int n = uv_try_write((uv_stream_t *)&w->socket, &b, 1);
+    if (n < 0 && n != UV_EAGAIN) {
+        socket_finished(w, uv_strerror(n));
+        return;
+    }
+    size_t done = n > 0 ? (size_t)n : 0;
+    if (done == len)
+        return;
+    write_req_t *req = xmalloc(sizeof *req + len - done);
+    memcpy(req->data, frame + done, len - done);
+    b = uv_buf_init(req->data, (unsigned)(len - done));
     int rc = uv_write(&req->req, (uv_stream_t *)&w->socket, &b, 1, on_written);
     if (rc < 0) {
         free(req);
