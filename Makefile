@@ -68,8 +68,9 @@ conformance: all node_modules/.package-lock.json
 $(BUILD)/floor: bench/floor.c | $(BUILD)/obj
 	$(CC) $(ALL_CFLAGS) -o $@ $<
 
-$(BUILD)/bench: bench/bench.c | $(BUILD)/obj
-	$(CC) $(ALL_CFLAGS) -o $@ $< $(LDLIBS)
+BENCH_SRC = $(wildcard bench/*.c)
+$(BUILD)/bench: $(filter-out bench/floor.c,$(BENCH_SRC)) bench/*.h | $(BUILD)/obj
+	$(CC) $(ALL_CFLAGS) -pthread -o $@ $(filter %.c,$^) $(LDLIBS)
 
 bench: all $(BUILD)/bench $(BUILD)/floor node_modules/.package-lock.json
 	$(BUILD)/bench $(BUILD)/lispmcp $(BUILD)/floor
