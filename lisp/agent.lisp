@@ -25,8 +25,9 @@
    (kept :initform 0 :accessor kept)
    (dropped :initform 0 :accessor dropped)
    (column :initform 0 :accessor column)
-   ;; The kept text: BUFFER up to FILL-INDEX (faster than a string-output-stream).
-   (buffer :initform (make-string 64) :accessor buffer)
+   ;; The kept text, UTF-8 encoded: BUFFER up to FILL-INDEX.  Octets are a
+   ;; quarter of a string's size, and are what the reply is made of anyway.
+   (buffer :initform (make-octets 64) :accessor buffer)
    (fill :initform 0 :accessor fill-index)
    ;; When the server asked for output as it is written: the stream's name in
    ;; the interim frames, the request's seq, how much was forwarded, and when.
@@ -35,6 +36,15 @@
    (forwarded :initform 0 :accessor forwarded)
    (forwarded-at :initform 0 :accessor forwarded-at))
   (:documentation "Keeps the first CAP UTF-8 bytes written to it and counts the rest."))
+
+(deftype octets () '(simple-array (unsigned-byte 8) (*)))
+
+(defun make-octets (n)
+  (make-array n :element-type '(unsigned-byte 8)))
+
+(defstruct (utf8 (:constructor utf8 (octets end)))
+  "Text already encoded: OCTETS up to END.  The JSON writer copies it as it is."
+  (octets nil :type octets) (end 0 :type fixnum))
 
 (declaim (inline octets))
 (defun octets (char)
@@ -74,17 +84,36 @@
   (incf (dropped s) bytes)
   (when (strict s) (throw s nil)))
 
-(defun append-text (s string start end)
-  (declare (fixnum start end) (optimize speed))
+(declaim (inline encode))
+(defun encode (code octets i)
+  "Put CODE's UTF-8 at I in OCTETS (a lone surrogate as U+FFFD); the next index."
+  (declare (type (integer 0 #x10FFFF) code) (type octets octets) (fixnum i))
+  (when (<= #xD800 code #xDFFF) (setf code #xFFFD))
+  (macrolet ((put (&rest bytes)
+               `(progn ,@(loop for b in bytes for k from 0
+                               collect `(setf (aref octets (+ i ,k)) ,b))
+                       (+ i ,(length bytes)))))
+    (cond ((< code #x80) (put code))
+          ((< code #x800) (put (logior #xC0 (ash code -6)) (logior #x80 (logand code #x3F))))
+          ((< code #x10000) (put (logior #xE0 (ash code -12))
+                                 (logior #x80 (logand (ash code -6) #x3F))
+                                 (logior #x80 (logand code #x3F))))
+          (t (put (logior #xF0 (ash code -18)) (logior #x80 (logand (ash code -12) #x3F))
+                  (logior #x80 (logand (ash code -6) #x3F)) (logior #x80 (logand code #x3F)))))))
+
+(defun append-text (s string start end bytes)
+  "Encode STRING's characters from START to END, BYTES of UTF-8, into S's buffer."
+  (declare (fixnum start end bytes) (optimize speed))
   (let* ((buffer (buffer s))
          (fill (fill-index s))
-         (new-fill (+ fill (- end start))))
-    (declare (type (simple-array character (*)) buffer) (fixnum fill new-fill))
+         (new-fill (+ fill bytes)))
+    (declare (type octets buffer) (fixnum fill new-fill))
     (when (> new-fill (length buffer))
-      (setf buffer (replace (make-string (max new-fill (* 2 (length buffer)))) buffer :end2 fill)
+      (setf buffer (replace (make-octets (max new-fill (* 2 (length buffer)))) buffer :end2 fill)
             (buffer s) buffer))
     (specializing (string)
-      (replace buffer string :start1 fill :start2 start :end2 end))
+      (loop for i of-type fixnum from start below end
+            do (setf fill (encode (char-code (schar string i)) buffer fill))))
     (setf (fill-index s) new-fill)))
 
 (declaim (ftype function send))         ; with the frame code below
@@ -96,11 +125,11 @@
     (let* ((now (get-internal-real-time))
            (end (cond ((or now-p (>= (- (fill-index s) (forwarded s)) 4096)) (fill-index s))
                       ((>= (- now (forwarded-at s)) (floor internal-time-units-per-second 5))
-                       (let ((newline (position #\Newline (buffer s) :start (forwarded s)
+                       (let ((newline (position 10 (buffer s) :start (forwarded s)
                                                 :end (fill-index s) :from-end t)))
                          (and newline (1+ newline)))))))
       (when end
-        (let ((text (subseq (buffer s) (forwarded s) end)))
+        (let ((text (utf8 (subseq (buffer s) (forwarded s) end) (- end (forwarded s)))))
           (setf (forwarded s) end
                 (forwarded-at s) now)
           (send `(:object ("seq" . ,(seq s)) ("output" . ,(forward s)) ("text" . ,text))))))))
@@ -109,7 +138,7 @@
   (let* ((simple (coerce string 'simple-string))
          (end (or end (length simple))))
     (multiple-value-bind (stop bytes) (fit simple start end (space-left s))
-      (append-text s simple start stop)
+      (append-text s simple start stop bytes)
       (incf (kept s) bytes)
       ;; The column of what was kept: after a drop nothing more is kept anyway.
       (let ((newline (last-newline simple start stop)))
@@ -126,7 +155,7 @@
   (setf (column s) (if (char= char #\Newline) 0 (1+ (column s))))
   (let ((bytes (octets char)))
     (cond ((<= bytes (space-left s))
-           (append-text s (string char) 0 1)
+           (append-text s (string char) 0 1 bytes)
            (incf (kept s) bytes)
            (maybe-forward s))
           (t (overflow s bytes))))
@@ -142,7 +171,11 @@
   (column s))
 
 (defun captured (s)
-  (subseq (buffer s) 0 (fill-index s)))
+  "What S kept, for the reply."
+  (utf8 (buffer s) (fill-index s)))
+
+(defun captured-string (s)
+  (sb-ext:octets-to-string (buffer s) :end (fill-index s) :external-format :utf-8))
 
 ;;; Printing values, conditions and frames
 
@@ -158,8 +191,8 @@
       (handler-case (funcall function s)
         (error () (write-string " #<error printing>" s))))
     (if (plusp (dropped s))
-        (concatenate 'string (captured s) " ...")
-        (captured s))))
+        (concatenate 'string (captured-string s) " ...")
+        (captured-string s))))
 
 (defun report (condition &optional brief)
   "CONDITION's report (a type error's can hold a huge datum: at most 64 KB).  BRIEF
@@ -379,54 +412,95 @@ With STREAM-SEQ, output is also sent as it is written, in interim frames."
             ("error" . ,failed)
             ("interrupted" . ,interrupted)))))))
 
-;;; JSON, written without the printer so that no user setting can change it
+;;; JSON, written as UTF-8 without the printer, so that no user setting can change it
 
-(defun write-decimal (n out)
-  (when (minusp n) (write-char #\- out) (setf n (- n)))
-  (multiple-value-bind (q r) (floor n 10)
-    (when (plusp q) (write-decimal q out))
-    (write-char (code-char (+ 48 r)) out)))
+(defstruct (obuf (:constructor make-obuf ()))
+  "A frame being written: 4 bytes of header, then the JSON."
+  (octets (make-octets 1024) :type octets)
+  (fill 4 :type fixnum))
 
-(defun escape-p (char)
-  (let ((code (char-code char)))
-    (or (< code #x20) (= code 34) (= code 92) (<= #xD800 code #xDFFF))))
+(defun reserve (b n)
+  "B's octets, with room for N more."
+  (declare (type obuf b) (fixnum n) (optimize speed))
+  (let ((need (+ (obuf-fill b) n)) (octets (obuf-octets b)))
+    (if (<= need (length octets))
+        octets
+        (setf (obuf-octets b) (replace (make-octets (max need (* 2 (length octets)))) octets
+                                       :end2 (obuf-fill b))))))
 
-(defun write-json-string (string out)
+(defun put-ascii (b string)
+  (declare (simple-string string))
+  (let ((octets (reserve b (length string))) (fill (obuf-fill b)))
+    (loop for char across string
+          do (setf (aref octets fill) (char-code char)) (incf fill))
+    (setf (obuf-fill b) fill)))
+
+(defun put-run (b octets start end)
+  (declare (type octets octets) (fixnum start end) (optimize speed))
+  (replace (reserve b (- end start)) octets :start1 (obuf-fill b) :start2 start :end2 end)
+  (incf (obuf-fill b) (- end start)))
+
+(defun put-escape (b code)
+  (case code
+    (34 (put-ascii b "\\\""))
+    (92 (put-ascii b "\\\\"))
+    (10 (put-ascii b "\\n"))
+    (9 (put-ascii b "\\t"))
+    (t (put-ascii b (coerce (list #\\ #\u #\0 #\0 (char "0123456789ABCDEF" (ash code -4))
+                                  (char "0123456789ABCDEF" (logand code 15)))
+                            'simple-string)))))
+
+(declaim (inline escape-p))
+(defun escape-p (code)
+  (or (< code #x20) (= code 34) (= code 92)))
+
+(defun put-utf8 (b octets end)
+  "Text already in UTF-8, escaped; runs without escapes are copied whole."
+  (declare (type octets octets) (fixnum end) (optimize speed))
+  (let ((run 0))
+    (declare (fixnum run))
+    (loop for i of-type fixnum from 0 below end
+          when (escape-p (aref octets i))
+            do (put-run b octets run i) (put-escape b (aref octets i)) (setf run (1+ i)))
+    (put-run b octets run end)))
+
+(defun put-string (b string)
+  "A Lisp string, encoded and escaped."
   (let ((string (coerce string 'simple-string)))
-    (write-char #\" out)
-    (loop for start = 0 then (1+ end)
-          for end = (position-if #'escape-p string :start start)
-          do (write-string string out :start start :end end)
-             (unless end (return))
-             (let* ((char (char string end)) (code (char-code char)))
-               (case char
-                 (#\" (write-string "\\\"" out))
-                 (#\\ (write-string "\\\\" out))
-                 (#\Newline (write-string "\\n" out))
-                 (#\Tab (write-string "\\t" out))
-                 (t (if (< code #x20)
-                        (format out "\\u~4,'0X" code)
-                        (write-char (code-char #xFFFD) out)))))) ; a lone surrogate
-    (write-char #\" out)))
+    (specializing (string)
+      (loop for char across string
+            do (let ((code (char-code char)))
+                 (if (escape-p code)
+                     (put-escape b code)
+                     (setf (obuf-fill b) (encode code (reserve b 4) (obuf-fill b)))))))))
 
-(defun write-json (x out)
-  "Write X: a string, integer, T (true), vector (array) or (:object (key . value)...);
-members whose value is NIL are left out."
+(defun put-decimal (b n)
+  (when (minusp n) (put-ascii b "-") (setf n (- n)))
+  (multiple-value-bind (q r) (floor n 10)
+    (when (plusp q) (put-decimal b q))
+    (setf (aref (reserve b 1) (obuf-fill b)) (+ 48 r))
+    (incf (obuf-fill b))))
+
+(defun write-json (x b)
+  "Write X into B: a string or UTF8, integer, T (true), vector (array) or
+(:object (key . value)...); members whose value is NIL are left out."
   (etypecase x
-    (string (write-json-string x out))
-    (integer (write-decimal x out))
-    ((eql t) (write-string "true" out))
-    (vector (write-char #\[ out)
+    (utf8 (put-ascii b "\"") (put-utf8 b (utf8-octets x) (utf8-end x)) (put-ascii b "\""))
+    (string (put-ascii b "\"") (put-string b x) (put-ascii b "\""))
+    (integer (put-decimal b x))
+    ((eql t) (put-ascii b "true"))
+    (vector (put-ascii b "[")
      (loop for e across x for i from 0
-           do (when (plusp i) (write-char #\, out)) (write-json e out))
-     (write-char #\] out))
-    (cons (write-char #\{ out)
+           do (when (plusp i) (put-ascii b ",")) (write-json e b))
+     (put-ascii b "]"))
+    (cons (put-ascii b "{")
      (loop for (key . value) in (remove nil (rest x) :key #'cdr) for i from 0
-           do (when (plusp i) (write-char #\, out))
-              (write-json-string key out) (write-char #\: out) (write-json value out))
-     (write-char #\} out))))
+           do (when (plusp i) (put-ascii b ","))
+              (write-json key b) (put-ascii b ":") (write-json value b))
+     (put-ascii b "}"))))
 
-;;; Frames on fd 3
+;;; Frames on fd 3, read and written with plain system calls: an fd-stream
+;;; polls before every read, two more system calls per request.
 
 (defun bye ()
   (sb-ext:exit :code 0 :abort t))
@@ -435,31 +509,54 @@ members whose value is NIL are left out."
   (logior (ash (aref octets i) 24) (ash (aref octets (+ i 1)) 16)
           (ash (aref octets (+ i 2)) 8) (aref octets (+ i 3))))
 
-(defun receive (io)
-  "The next frame's payload; end of file (or an oversized frame) ends the worker."
-  (let ((header (make-array 4 :element-type '(unsigned-byte 8))))
-    (when (< (read-sequence header io) 4) (bye))
-    (let ((n (u32 header 0)))
-      (when (> n (expt 2 30)) (bye))
-      (let ((payload (make-array n :element-type '(unsigned-byte 8))))
-        (when (< (read-sequence payload io) n) (bye))
-        payload))))
+(defvar *in* (make-octets 65536) "Bytes read from fd 3: *IN-START* to *IN-END* unused.")
+(defvar *in-start* 0)
+(defvar *in-end* 0)
 
-(defvar *io* nil "The stream on fd 3.")
+(defun read-at-least (n)
+  "Make N bytes available from *IN-START*; end of file ends the worker."
+  (when (> (+ *in-start* n) (length *in*))  ; move what is left to the front
+    (setf *in* (replace (if (> n (length *in*)) (make-octets n) *in*) *in*
+                        :start2 *in-start* :end2 *in-end*)
+          *in-end* (- *in-end* *in-start*)
+          *in-start* 0))
+  (loop while (< (- *in-end* *in-start*) n)
+        do (multiple-value-bind (count errno)
+               (sb-sys:with-pinned-objects (*in*)
+                 (sb-unix:unix-read 3 (sb-sys:sap+ (sb-sys:vector-sap *in*) *in-end*)
+                                    (- (length *in*) *in-end*)))
+             (cond ((and count (plusp count)) (incf *in-end* count))
+                   ((and (null count) (= errno sb-unix:eintr)))
+                   (t (bye))))))
+
+(defun receive ()
+  "The next frame's payload; an oversized frame ends the worker."
+  (read-at-least 4)
+  (let ((n (u32 *in* *in-start*)))
+    (when (> n (expt 2 30)) (bye))
+    (read-at-least (+ 4 n))
+    (prog1 (subseq *in* (+ *in-start* 4) (+ *in-start* 4 n))
+      (incf *in-start* (+ 4 n))
+      (when (= *in-start* *in-end*)
+        (setf *in-start* 0 *in-end* 0)))))
+
 (defvar *send-lock* (sb-thread:make-mutex :name "fd 3")
   "Frames go out whole: user threads may write to a capture too.")
 
 (defun send (json)
-  (let* ((text (with-output-to-string (out) (write-json json out)))
-         (payload (sb-ext:string-to-octets text :external-format :utf-8))
-         (n (length payload)))
-    (sb-thread:with-mutex (*send-lock*)
-      (sb-sys:without-interrupts          ; a SIGINT must not tear a frame
-        (write-sequence (vector (ldb (byte 8 24) n) (ldb (byte 8 16) n)
-                                (ldb (byte 8 8) n) (ldb (byte 8 0) n))
-                        *io*)
-        (write-sequence payload *io*)
-        (finish-output *io*)))))
+  (let* ((b (make-obuf)))
+    (write-json json b)
+    (let ((octets (obuf-octets b)) (end (obuf-fill b)))
+      (setf (aref octets 0) (ldb (byte 8 24) (- end 4)) (aref octets 1) (ldb (byte 8 16) (- end 4))
+            (aref octets 2) (ldb (byte 8 8) (- end 4)) (aref octets 3) (ldb (byte 8 0) (- end 4)))
+      (sb-thread:with-mutex (*send-lock*)
+        (sb-sys:without-interrupts          ; a SIGINT must not tear a frame
+          (loop with start = 0
+                while (< start end)
+                do (multiple-value-bind (count errno)
+                       (sb-unix:unix-write 3 octets start (- end start))
+                     (cond (count (incf start count))
+                           ((/= errno sb-unix:eintr) (bye))))))))))
 
 (defun serve (frame)
   "The reply to one request frame."
@@ -492,12 +589,10 @@ members whose value is NIL are left out."
    (sb-alien:extern-alien "fcntl" (function sb-alien:int sb-alien:int sb-alien:int sb-alien:int))
    3 2 1)                                ; F_SETFD, FD_CLOEXEC
   ;; Dying with the server is arranged before exec (src/sandbox.c).
-  (setf *io* (sb-sys:make-fd-stream 3 :input t :output t :element-type '(unsigned-byte 8)
-                                      :buffering :full :name "lispmcp server"))
   (send `(:object ("hello" . 1) ("pid" . ,(sb-unix:unix-getpid))
                   ("lisp" . ,(format nil "~A ~A" (lisp-implementation-type)
                                      (lisp-implementation-version)))))
-  (loop (send (serve (receive *io*)))))
+  (loop (send (serve (receive)))))
 
 (defun request-frame (code)
   "An evaluate request payload for CODE (timing on, no caps, current package)."
@@ -519,7 +614,7 @@ the way, 15 ms that every new session would wait for."
                           (values 1 \"s\" 'x 1.5 (list 1 2)))"
                   "(error \"e\")"
                   "(+ 1"))
-    (with-output-to-string (out) (write-json (serve (request-frame code)) out))))
+    (write-json (serve (request-frame code)) (make-obuf))))
 
 (defun save-core (path)
   "Save the worker core to PATH, with MAIN as its toplevel."
