@@ -1,7 +1,8 @@
 /* fuzz_frame.c - libFuzzer target for the worker frame codec and the UTF-8
  * repair that every byte from a worker goes through. Properties: frame_peek
  * never reports more than the buffer holds; a payload that decodes as an
- * evaluate request encodes back to exactly the same bytes; utf8_sanitize
+ * evaluate request encodes back to exactly the same bytes; a reply decodes
+ * to an object or to NULL, never a crash or a leak; utf8_sanitize
  * always yields valid UTF-8 and utf8_prefix never splits a sequence. */
 #include <assert.h>
 #include <jansson.h>
@@ -32,6 +33,9 @@ static void check_frames(const char *p, size_t n)
             assert(memcmp(again.data, p + used, again.len) == 0);
             buf_free(&again);
         }
+        json_t *reply = frame_decode_reply(payload, len);
+        assert(reply == NULL || json_is_object(reply));
+        json_decref(reply);
         used += FRAME_HEADER_SIZE + len;
     }
 }

@@ -155,7 +155,11 @@
   (setf (column s) (if (char= char #\Newline) 0 (1+ (column s))))
   (let ((bytes (octets char)))
     (cond ((<= bytes (space-left s))
-           (append-text s (string char) 0 1 bytes)
+           (let ((buffer (buffer s)) (fill (fill-index s)))
+             (when (> (+ fill bytes) (length buffer))
+               (setf buffer (replace (make-octets (* 2 (+ fill bytes))) buffer :end2 fill)
+                     (buffer s) buffer))
+             (setf (fill-index s) (encode (char-code char) buffer fill)))
            (incf (kept s) bytes)
            (maybe-forward s))
           (t (overflow s bytes))))
@@ -415,9 +419,12 @@ With STREAM-SEQ, output is also sent as it is written, in interim frames."
 ;;; JSON, written as UTF-8 without the printer, so that no user setting can change it
 
 (defstruct (obuf (:constructor make-obuf ()))
-  "A frame being written: 4 bytes of header, then the JSON."
+  "A frame being written: 4 bytes of header, then the JSON; the UTF8 texts the
+JSON refers to as {\"blob\": k}, most recent first."
   (octets (make-octets 1024) :type octets)
-  (fill 4 :type fixnum))
+  (fill 4 :type fixnum)
+  (blobs '() :type list)
+  (blob-count 0 :type fixnum))
 
 (defun reserve (b n)
   "B's octets, with room for N more."
@@ -454,16 +461,6 @@ With STREAM-SEQ, output is also sent as it is written, in interim frames."
 (defun escape-p (code)
   (or (< code #x20) (= code 34) (= code 92)))
 
-(defun put-utf8 (b octets end)
-  "Text already in UTF-8, escaped; runs without escapes are copied whole."
-  (declare (type octets octets) (fixnum end) (optimize speed))
-  (let ((run 0))
-    (declare (fixnum run))
-    (loop for i of-type fixnum from 0 below end
-          when (escape-p (aref octets i))
-            do (put-run b octets run i) (put-escape b (aref octets i)) (setf run (1+ i)))
-    (put-run b octets run end)))
-
 (defun put-string (b string)
   "A Lisp string, encoded and escaped."
   (let ((string (coerce string 'simple-string)))
@@ -485,7 +482,9 @@ With STREAM-SEQ, output is also sent as it is written, in interim frames."
   "Write X into B: a string or UTF8, integer, T (true), vector (array) or
 (:object (key . value)...); members whose value is NIL are left out."
   (etypecase x
-    (utf8 (put-ascii b "\"") (put-utf8 b (utf8-octets x) (utf8-end x)) (put-ascii b "\""))
+    (utf8 (put-ascii b "{\"blob\":") (put-decimal b (obuf-blob-count b)) (put-ascii b "}")
+     (push x (obuf-blobs b))
+     (incf (obuf-blob-count b)))
     (string (put-ascii b "\"") (put-string b x) (put-ascii b "\""))
     (integer (put-decimal b x))
     ((eql t) (put-ascii b "true"))
@@ -543,20 +542,43 @@ With STREAM-SEQ, output is also sent as it is written, in interim frames."
 (defvar *send-lock* (sb-thread:make-mutex :name "fd 3")
   "Frames go out whole: user threads may write to a capture too.")
 
+(defun put-u32 (b n)
+  (let ((octets (reserve b 4)) (i (obuf-fill b)))
+    (setf (aref octets i) (ldb (byte 8 24) n) (aref octets (+ i 1)) (ldb (byte 8 16) n)
+          (aref octets (+ i 2)) (ldb (byte 8 8) n) (aref octets (+ i 3)) (ldb (byte 8 0) n))
+    (incf (obuf-fill b) 4)))
+
+(defun write-fd (octets end)
+  (loop with start = 0
+        while (< start end)
+        do (multiple-value-bind (count errno) (sb-unix:unix-write 3 octets start (- end start))
+             (cond (count (incf start count))
+                   ((/= errno sb-unix:eintr) (bye))))))
+
 (defun send (json)
-  (let* ((b (make-obuf)))
+  "Write JSON as one frame: the JSON text, then, after a NUL, its blobs, each a
+length and the octets; small ones are copied into the buffer, large ones written
+from where they are."
+  (let ((b (make-obuf)))
     (write-json json b)
-    (let ((octets (obuf-octets b)) (end (obuf-fill b)))
-      (setf (aref octets 0) (ldb (byte 8 24) (- end 4)) (aref octets 1) (ldb (byte 8 16) (- end 4))
-            (aref octets 2) (ldb (byte 8 8) (- end 4)) (aref octets 3) (ldb (byte 8 0) (- end 4)))
+    (let* ((blobs (reverse (obuf-blobs b)))
+           (json-end (obuf-fill b))
+           (size (+ (- json-end 4)
+                    (if blobs (1+ (loop for x in blobs sum (+ 4 (utf8-end x)))) 0))))
+      (setf (obuf-fill b) 0)
+      (put-u32 b size)
+      (setf (obuf-fill b) json-end)
+      (when blobs (put-ascii b (string (code-char 0))))
       (sb-thread:with-mutex (*send-lock*)
         (sb-sys:without-interrupts          ; a SIGINT must not tear a frame
-          (loop with start = 0
-                while (< start end)
-                do (multiple-value-bind (count errno)
-                       (sb-unix:unix-write 3 octets start (- end start))
-                     (cond (count (incf start count))
-                           ((/= errno sb-unix:eintr) (bye))))))))))
+          (dolist (x blobs)
+            (put-u32 b (utf8-end x))
+            (if (< (utf8-end x) 65536)
+                (put-run b (utf8-octets x) 0 (utf8-end x))
+                (progn (write-fd (obuf-octets b) (obuf-fill b))
+                       (setf (obuf-fill b) 0)
+                       (write-fd (utf8-octets x) (utf8-end x)))))
+          (write-fd (obuf-octets b) (obuf-fill b)))))))
 
 (defun serve (frame)
   "The reply to one request frame."

@@ -1,7 +1,10 @@
 /* frame.c - length-prefixed frames and the evaluate request record. */
 #include "frame.h"
 
+#include <stdlib.h>
 #include <string.h>
+
+#include "utf8.h"
 
 static void put_u32(buf_t *b, uint32_t v)
 {
@@ -79,4 +82,88 @@ int frame_decode_eval(const char *payload, size_t len, frame_eval_t *req)
         take_string(&p, end, &req->code, &req->code_len) < 0 || p != end)
         return -1;
     return 0;
+}
+
+typedef struct blob {
+    const char *data;
+    size_t      len;
+} blob_t;
+
+typedef struct blobs {
+    blob_t *at;
+    size_t  count;
+} blobs_t;
+
+static int split_blobs(const char *p, size_t len, blobs_t *out)
+{
+    size_t cap = 0;
+    while (len > 0) {
+        if (len < 4 || len - 4 < get_u32(p))
+            return -1;
+        if (out->count == cap) {
+            cap = cap ? 2 * cap : 8;
+            out->at = xrealloc(out->at, cap * sizeof *out->at);
+        }
+        out->at[out->count++] = (blob_t){p + 4, get_u32(p)};
+        len -= 4 + get_u32(p);
+        p += 4 + get_u32(p);
+    }
+    return 0;
+}
+
+/* The blob an object {"blob": k} stands for; NULL if v is no such object. */
+static const blob_t *reference(json_t *v, const blobs_t *blobs, int *bad)
+{
+    json_t *k = json_object_get(v, "blob");
+    if (k == NULL || json_object_size(v) != 1)
+        return NULL;
+    if (!json_is_integer(k) || json_integer_value(k) < 0 ||
+        (size_t)json_integer_value(k) >= blobs->count) {
+        *bad = 1;
+        return NULL;
+    }
+    return &blobs->at[json_integer_value(k)];
+}
+
+/* Replace the references in v's members and elements; -1 on a bad one. */
+static int resolve(json_t *v, const blobs_t *blobs)
+{
+    int bad = 0;
+    const blob_t *b;
+    if (json_is_object(v)) {
+        const char *key;
+        json_t *member;
+        void *tmp;
+        json_object_foreach_safe(v, tmp, key, member) {
+            if ((b = reference(member, blobs, &bad)) != NULL)
+                json_object_set_new(v, key, utf8_json_string(b->data, b->len));
+            else if (bad || resolve(member, blobs) < 0)
+                return -1;
+        }
+    } else if (json_is_array(v)) {
+        for (size_t i = 0; i < json_array_size(v); i++) {
+            json_t *e = json_array_get(v, i);
+            if ((b = reference(e, blobs, &bad)) != NULL)
+                json_array_set_new(v, i, utf8_json_string(b->data, b->len));
+            else if (bad || resolve(e, blobs) < 0)
+                return -1;
+        }
+    }
+    return 0;
+}
+
+json_t *frame_decode_reply(const char *payload, size_t len)
+{
+    const char *nul = memchr(payload, 0, len);
+    size_t json_len = nul ? (size_t)(nul - payload) : len;
+    blobs_t blobs = {NULL, 0};
+    json_t *msg = NULL;
+    if (nul == NULL || split_blobs(nul + 1, len - json_len - 1, &blobs) == 0)
+        msg = json_loadb(payload, json_len, JSON_ALLOW_NUL, NULL);
+    if (msg && (!json_is_object(msg) || resolve(msg, &blobs) < 0)) {
+        json_decref(msg);
+        msg = NULL;
+    }
+    free(blobs.at);
+    return msg;
 }

@@ -2,10 +2,13 @@
  *
  * A frame is a 4-byte big-endian payload length followed by the payload. The
  * server sends evaluate requests (a small binary record) and receives JSON
- * replies. This file only encodes and splits bytes; it does no I/O. */
+ * replies whose strings travel beside the JSON as raw UTF-8 ("blobs"), so
+ * that megabytes of output are checked and copied, never lexed. This file
+ * only encodes and splits bytes; it does no I/O. */
 #ifndef LISPMCP_FRAME_H
 #define LISPMCP_FRAME_H
 
+#include <jansson.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -48,5 +51,11 @@ int frame_encode_eval(buf_t *out, const frame_eval_t *req);
 /* Parse an evaluate request payload (the inverse of frame_encode_eval, used by
  * tests and the fuzzer to check the codec). Returns 0 or -1. */
 int frame_decode_eval(const char *payload, size_t len, frame_eval_t *req);
+
+/* Parse a reply payload: JSON text, then, if there are blobs, a NUL byte and
+ * each blob as a 4-byte length and that many bytes. Every {"blob": k} in
+ * the JSON becomes a string of blob k (invalid UTF-8 repaired to U+FFFD).
+ * Returns a new reference, or NULL if the payload is malformed. */
+json_t *frame_decode_reply(const char *payload, size_t len);
 
 #endif

@@ -222,10 +222,8 @@ static void socket_finished(worker_t *w, const char *why)
 
 static void handle_frame(worker_t *w, const char *payload, size_t len)
 {
-    json_error_t jerr;
-    json_t *msg = json_loadb(payload, len, JSON_ALLOW_NUL, &jerr);
-    if (!json_is_object(msg)) {
-        json_decref(msg);
+    json_t *msg = frame_decode_reply(payload, len);
+    if (msg == NULL) {
         socket_finished(w, "unreadable reply frame");
         return;
     }

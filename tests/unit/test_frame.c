@@ -293,11 +293,78 @@ START_TEST(random_buffers)
 }
 END_TEST
 
+/* A reply payload: json, a NUL, then each blob with its length. */
+static size_t reply(char *out, const char *json, const char *const *blobs, size_t nblobs)
+{
+    size_t n = strlen(json);
+    memcpy(out, json, n);
+    if (nblobs)
+        out[n++] = '\0';
+    for (size_t i = 0; i < nblobs; i++) {
+        size_t len = strlen(blobs[i]);
+        put32(out + n, (uint32_t)len);
+        memcpy(out + n + 4, blobs[i], len);
+        n += 4 + len;
+    }
+    return n;
+}
+
+START_TEST(reply_blobs)
+{
+    char p[512];
+    const char *blobs[] = {"out\n", "", "\"quoted\" \\ text", "bad \xFF byte"};
+    size_t n = reply(p, "{\"seq\":3,\"stdout\":{\"blob\":0},\"stderr\":{\"blob\":1},"
+                        "\"values\":[{\"blob\":2},\"plain\",{\"blob\":3}],"
+                        "\"error\":{\"message\":\"m\\u0000\",\"blob\":\"not a ref\"}}", blobs, 4);
+    json_t *m = frame_decode_reply(p, n);
+    ck_assert_ptr_nonnull(m);
+    ck_assert_int_eq(json_integer_value(json_object_get(m, "seq")), 3);
+    ck_assert_str_eq(json_string_value(json_object_get(m, "stdout")), "out\n");
+    ck_assert_str_eq(json_string_value(json_object_get(m, "stderr")), "");
+    json_t *values = json_object_get(m, "values");
+    ck_assert_str_eq(json_string_value(json_array_get(values, 0)), "\"quoted\" \\ text");
+    ck_assert_str_eq(json_string_value(json_array_get(values, 1)), "plain");
+    ck_assert_str_eq(json_string_value(json_array_get(values, 2)), "bad \xEF\xBF\xBD byte");
+    ck_assert_uint_eq(json_string_length(json_object_get(json_object_get(m, "error"), "message")),
+                      2);
+    json_decref(m);
+
+    n = reply(p, "{\"hello\":1}", NULL, 0);   /* no blobs, no NUL */
+    m = frame_decode_reply(p, n);
+    ck_assert_ptr_nonnull(m);
+    json_decref(m);
+}
+END_TEST
+
+START_TEST(reply_rejects)
+{
+    char p[512];
+    const char *one[] = {"x"};
+    static const char *const bad_json[] = {
+        "{\"v\":{\"blob\":1}}",        /* no blob 1 */
+        "{\"v\":{\"blob\":-1}}",
+        "{\"v\":[{\"blob\":\"0\"}]}",  /* not an index */
+        "[{\"blob\":0}]",              /* not an object */
+        "{\"v\":",                     /* not JSON */
+    };
+    for (size_t i = 0; i < sizeof bad_json / sizeof bad_json[0]; i++) {
+        size_t n = reply(p, bad_json[i], one, 1);
+        ck_assert_msg(frame_decode_reply(p, n) == NULL, "accepted %s", bad_json[i]);
+    }
+    size_t n = reply(p, "{\"v\":{\"blob\":0}}", one, 1);
+    for (size_t cut = 1; cut <= 5; cut++)   /* a blob cut short, or a length cut short */
+        ck_assert(frame_decode_reply(p, n - cut) == NULL);
+    ck_assert(frame_decode_reply("", 0) == NULL);
+}
+END_TEST
+
 static Suite *frame_suite(void)
 {
     Suite *s = suite_create("frame");
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, round_trips);
+    tcase_add_test(tc, reply_blobs);
+    tcase_add_test(tc, reply_rejects);
     tcase_add_test(tc, exact_layout);
     tcase_add_test(tc, encode_too_large);
     tcase_add_test(tc, peek_incomplete_and_ready);
