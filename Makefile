@@ -73,7 +73,9 @@ $(BUILD)/bench: $(filter-out bench/floor.c,$(BENCH_SRC)) bench/*.h | $(BUILD)/ob
 	$(CC) $(ALL_CFLAGS) -pthread -o $@ $(filter %.c,$^) $(LDLIBS)
 
 bench: all $(BUILD)/bench $(BUILD)/floor node_modules/.package-lock.json
+	@scripts/install-deps.sh gnuplot-nox
 	$(BUILD)/bench $(BUILD)/lispmcp $(BUILD)/floor
+	node bench/plot.mjs bench/results.json bench/results.png
 	node bench/http-load.mjs
 
 # Random hostile programs in many sessions for SOAK_SECONDS (not part of check).

@@ -1,9 +1,10 @@
 #!/bin/sh
 # Install what lispmcp needs to build, run and test on Debian 12, if it is
 # missing. Safe to run again: it does nothing when everything is there.
+# Arguments name further packages (make bench adds gnuplot-nox).
 set -eu
 
-packages="gcc make pkg-config sbcl libjansson-dev libuv1-dev libmicrohttpd-dev check valgrind"
+packages="gcc make pkg-config sbcl libjansson-dev libuv1-dev libmicrohttpd-dev check valgrind $*"
 command -v node >/dev/null 2>&1 || packages="$packages nodejs"
 command -v npm >/dev/null 2>&1 || packages="$packages npm"
 
