@@ -461,6 +461,20 @@ JSON refers to as {\"blob\": k}, most recent first."
 (defun escape-p (code)
   (or (< code #x20) (= code 34) (= code 92)))
 
+(defun put-utf8 (b octets end)
+  "Text already in UTF-8, escaped; runs without escapes are copied whole."
+  (declare (type octets octets) (fixnum end) (optimize speed))
+  (let ((run 0))
+    (declare (fixnum run))
+    (loop for i of-type fixnum from 0 below end
+          when (escape-p (aref octets i))
+            do (put-run b octets run i) (put-escape b (aref octets i)) (setf run (1+ i)))
+    (put-run b octets run end)))
+
+(defparameter *blob-threshold* 1024
+  "UTF8 texts this long or longer go as blobs: for a few bytes, a JSON string is
+cheaper for the server than a blob's reference.")
+
 (defun put-string (b string)
   "A Lisp string, encoded and escaped."
   (let ((string (coerce string 'simple-string)))
@@ -482,9 +496,12 @@ JSON refers to as {\"blob\": k}, most recent first."
   "Write X into B: a string or UTF8, integer, T (true), vector (array) or
 (:object (key . value)...); members whose value is NIL are left out."
   (etypecase x
-    (utf8 (put-ascii b "{\"blob\":") (put-decimal b (obuf-blob-count b)) (put-ascii b "}")
-     (push x (obuf-blobs b))
-     (incf (obuf-blob-count b)))
+    (utf8 (cond ((< (utf8-end x) *blob-threshold*)
+                 (put-ascii b "\"") (put-utf8 b (utf8-octets x) (utf8-end x)) (put-ascii b "\""))
+                (t
+                 (put-ascii b "{\"blob\":") (put-decimal b (obuf-blob-count b)) (put-ascii b "}")
+                 (push x (obuf-blobs b))
+                 (incf (obuf-blob-count b)))))
     (string (put-ascii b "\"") (put-string b x) (put-ascii b "\""))
     (integer (put-decimal b x))
     ((eql t) (put-ascii b "true"))
@@ -498,7 +515,8 @@ JSON refers to as {\"blob\": k}, most recent first."
               (write-json key b) (put-ascii b ":") (write-json value b))
      (put-ascii b "}"))))
 
-;;; Frames on fd 3, read and written with plain system calls: an fd-stream
+;;; Frames: requests in on fd 3, replies out on fd 4, read and written with
+;;; plain system calls: an fd-stream
 ;;; polls before every read, two more system calls per request.
 
 (defun bye ()
@@ -539,7 +557,7 @@ JSON refers to as {\"blob\": k}, most recent first."
       (when (= *in-start* *in-end*)
         (setf *in-start* 0 *in-end* 0)))))
 
-(defvar *send-lock* (sb-thread:make-mutex :name "fd 3")
+(defvar *send-lock* (sb-thread:make-mutex :name "fd 4")
   "Frames go out whole: user threads may write to a capture too.")
 
 (defun put-u32 (b n)
@@ -551,7 +569,7 @@ JSON refers to as {\"blob\": k}, most recent first."
 (defun write-fd (octets end)
   (loop with start = 0
         while (< start end)
-        do (multiple-value-bind (count errno) (sb-unix:unix-write 3 octets start (- end start))
+        do (multiple-value-bind (count errno) (sb-unix:unix-write 4 octets start (- end start))
              (cond (count (incf start count))
                    ((/= errno sb-unix:eintr) (bye))))))
 
@@ -607,9 +625,10 @@ from where they are."
   "The worker's toplevel: serve requests on fd 3 until it reaches end of file."
   (sb-ext:disable-debugger)
   (sb-sys:enable-interrupt sb-unix:sigint #'on-sigint)
-  (sb-alien:alien-funcall                ; fd 3 is not for the user's child processes
-   (sb-alien:extern-alien "fcntl" (function sb-alien:int sb-alien:int sb-alien:int sb-alien:int))
-   3 2 1)                                ; F_SETFD, FD_CLOEXEC
+  (dolist (fd '(3 4))                    ; not for the user's child processes
+    (sb-alien:alien-funcall
+     (sb-alien:extern-alien "fcntl" (function sb-alien:int sb-alien:int sb-alien:int sb-alien:int))
+     fd 2 1))                            ; F_SETFD, FD_CLOEXEC
   ;; Dying with the server is arranged before exec (src/sandbox.c).
   (send `(:object ("hello" . 1) ("pid" . ,(sb-unix:unix-getpid))
                   ("lisp" . ,(format nil "~A ~A" (lisp-implementation-type)

@@ -55,18 +55,18 @@ child(const sandbox_spec_t *spec, int isolated, int report_fd)
         mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
     }
 
-    /* Move the descriptors above 3 first, so that none is overwritten by
-     * another's dup2, then put them in place. */
-    int high[3];
-    for (int i = 0; i < 3; i++)
+    /* Move the descriptors above the ones they become first, so that none is
+     * overwritten by another's dup2, then put them in place. */
+    int high[SANDBOX_FDS];
+    for (int i = 0; i < SANDBOX_FDS; i++)
         high[i] = fcntl(spec->fds[i], F_DUPFD_CLOEXEC, 10);
     int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
     if (null < 0 || dup2(null, 0) < 0)
         goto fail;
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < SANDBOX_FDS; i++)
         if (high[i] < 0 || dup2(high[i], i + 1) < 0)
             goto fail;
-    close_range(4, ~0U, CLOSE_RANGE_CLOEXEC);   /* report_fd stays open until exec */
+    close_range(SANDBOX_FDS + 1, ~0U, CLOSE_RANGE_CLOEXEC);   /* report_fd stays open until exec */
 
     limit(RLIMIT_CORE, 0);
     if (spec->max_open_files > 0)

@@ -13,10 +13,12 @@
 
 #include <sys/types.h>
 
+#define SANDBOX_FDS 4
+
 typedef struct sandbox_spec {
     const char  *file;             /* absolute path of the program */
     char *const *argv;
-    int          fds[3];           /* become the child's fd 1, 2 and 3; fd 0 is /dev/null */
+    int          fds[SANDBOX_FDS]; /* become the child's fd 1, 2, 3 and 4; fd 0 is /dev/null */
     int          max_open_files;
 } sandbox_spec_t;
 

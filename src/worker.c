@@ -3,14 +3,16 @@
  * The child gets /dev/null as stdin, one pipe on both fd 1 and fd 2, its
  * console (drained here with uv_poll, and once more before each reply so
  * that the reply carries everything written to the console before it; one
- * pipe for both keeps that to one read), and one end of a socketpair as fd 3. sandbox.c
+ * pipe for both keeps that to one read), and its channel to the server: a
+ * pipe of requests as fd 3 and a pipe of replies as fd 4 (pipes: a round
+ * trip through a socketpair costs the kernel twice as much). sandbox.c
  * starts it walled off (its own PID namespace where the kernel allows it, its
  * own process group always), so closing a worker kills whatever the user's
  * code started too. Children are reaped here, on SIGCHLD.
  *
- * Death is declared once the process has exited and its socket has been read
- * to the end (or a short while after the exit, should some grandchild keep the
- * socket open), so a reply sent just before an exit is never lost. */
+ * Death is declared once the process has exited and its replies have been
+ * read to the end (or a short while after the exit, should some grandchild
+ * keep the pipe open), so a reply sent just before an exit is never lost. */
 #include "worker.h"
 
 #include <errno.h>
@@ -19,7 +21,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -30,7 +31,7 @@
 #include "sandbox.h"
 
 #define WORKER_REPLY_MAX   (256u << 20)  /* the agent caps what it prints */
-#define WORKER_EXIT_LINGER 100           /* ms to wait for the socket after an exit */
+#define WORKER_EXIT_LINGER 100           /* ms to wait for the replies after an exit */
 #define CONSOLE_CHUNK      65536
 
 typedef struct console_pipe {
@@ -45,14 +46,15 @@ struct worker {
     void                  *ctx;
     pid_t                  pid;
     struct worker         *next_unreaped;
-    uv_pipe_t              socket;
+    uv_pipe_t              requests;     /* to the worker's fd 3 */
+    uv_pipe_t              replies;      /* from its fd 4 */
     uv_timer_t             linger;
     console_pipe_t         console;
-    buf_t                  in;           /* bytes read from the socket, not yet framed */
+    buf_t                  in;           /* bytes of replies not yet framed */
     int                    handles;      /* open libuv handles; freed at zero */
     int                    greeted;      /* the hello frame has arrived */
     int                    exited;
-    int                    socket_done;  /* EOF or error on the socket */
+    int                    channel_done; /* EOF or error on either pipe */
     int                    dead;         /* on_death has been called */
     int                    closing;      /* worker_close was called */
     char                   why[96];
@@ -173,7 +175,8 @@ static void kill_group(worker_t *w)
 
 static void close_all(worker_t *w)
 {
-    close_handle(w, (uv_handle_t *)&w->socket);
+    close_handle(w, (uv_handle_t *)&w->requests);
+    close_handle(w, (uv_handle_t *)&w->replies);
     close_handle(w, (uv_handle_t *)&w->linger);
     close_handle(w, (uv_handle_t *)&w->console.handle);
     close(w->console.fd);
@@ -198,19 +201,19 @@ static void on_process_exit(worker_t *w, int status)
         close_all(w);
         return;
     }
-    if (w->socket_done)
+    if (w->channel_done)
         declare_death(w);
     else
         uv_timer_start(&w->linger, on_linger_timeout, WORKER_EXIT_LINGER, 0);
 }
 
-/* The socket is finished: whatever the process is doing, it is of no more use. */
-static void socket_finished(worker_t *w, const char *why)
+/* The channel is finished: whatever the process is doing, it is of no more use. */
+static void channel_finished(worker_t *w, const char *why)
 {
-    if (w->socket_done)
+    if (w->channel_done)
         return;
-    w->socket_done = 1;
-    uv_read_stop((uv_stream_t *)&w->socket);
+    w->channel_done = 1;
+    uv_read_stop((uv_stream_t *)&w->replies);
     if (!w->exited) {
         log_debug("worker %d: %s; killing it", w->pid, why);
         kill_group(w);
@@ -224,7 +227,7 @@ static void handle_frame(worker_t *w, const char *payload, size_t len)
 {
     json_t *msg = frame_decode_reply(payload, len);
     if (msg == NULL) {
-        socket_finished(w, "unreadable reply frame");
+        channel_finished(w, "unreadable reply frame");
         return;
     }
     if (!w->greeted) {
@@ -254,17 +257,17 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *b)
     (void)b;
     worker_t *w = s->data;
     if (nread < 0) {
-        socket_finished(w, uv_strerror((int)nread));
+        channel_finished(w, uv_strerror((int)nread));
         return;
     }
     w->in.len += (size_t)nread;
     size_t used = 0, len;
-    while (!w->socket_done && !w->closing) {
+    while (!w->channel_done && !w->closing) {
         frame_status_t st = frame_peek(w->in.data + used, w->in.len - used, WORKER_REPLY_MAX, &len);
         if (st == FRAME_INCOMPLETE)
             break;
         if (st == FRAME_OVERSIZE) {
-            socket_finished(w, "oversized reply frame");
+            channel_finished(w, "oversized reply frame");
             break;
         }
         handle_frame(w, w->in.data + used + FRAME_HEADER_SIZE, len);
@@ -273,11 +276,14 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *b)
     buf_consume(&w->in, used);
 }
 
-static int make_fds(int sock[2], int console[2])
+/* fds: the console, the requests and the replies, each [read end, write end]. */
+static int make_fds(int fds[3][2])
 {
-    sock[0] = sock[1] = console[0] = console[1] = -1;
-    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sock) < 0 ||
-        pipe2(console, O_CLOEXEC) < 0 || fcntl(console[0], F_SETFL, O_NONBLOCK) < 0)
+    memset(fds, -1, sizeof(int[3][2]));
+    for (int i = 0; i < 3; i++)
+        if (pipe2(fds[i], O_CLOEXEC) < 0)
+            return -errno;
+    if (fcntl(fds[0][0], F_SETFL, O_NONBLOCK) < 0)
         return -errno;
     return 0;
 }
@@ -292,10 +298,11 @@ static void close_fds(int *fds, int n)
 int worker_start(uv_loop_t *loop, const config_t *cfg, const worker_events_t *events,
                  void *ctx, worker_t **out)
 {
-    int sock[2], console[2];
-    int rc = make_fds(sock, console);
+    int fds[3][2];
+    int rc = make_fds(fds);
+    int *console = fds[0], *requests = fds[1], *replies = fds[2];
     if (rc < 0) {
-        close_fds(sock, 2), close_fds(console, 2);
+        close_fds(&fds[0][0], 6);
         return rc;
     }
 
@@ -306,14 +313,14 @@ int worker_start(uv_loop_t *loop, const config_t *cfg, const worker_events_t *ev
     sandbox_spec_t spec = {
         .file = cfg->sbcl,
         .argv = args,
-        .fds = {console[1], console[1], sock[1]},
+        .fds = {console[1], console[1], requests[0], replies[1]},
         .max_open_files = 1024,
     };
     sandbox_level_t level;
     pid_t pid = sandbox_spawn(&spec, &level);
-    close(console[1]), close(sock[1]);
+    close(console[1]), close(requests[0]), close(replies[1]);
     if (pid < 0) {
-        close(console[0]), close(sock[0]);
+        close(console[0]), close(requests[1]), close(replies[0]);
         return uv_translate_sys_error(-pid);
     }
 
@@ -327,10 +334,13 @@ int worker_start(uv_loop_t *loop, const config_t *cfg, const worker_events_t *ev
     w->next_unreaped = unreaped;
     unreaped = w;
 
-    w->handles = 3;
-    uv_pipe_init(loop, &w->socket, 0);
-    uv_pipe_open(&w->socket, sock[0]);
-    w->socket.data = w;
+    w->handles = 4;
+    uv_pipe_init(loop, &w->requests, 0);
+    uv_pipe_open(&w->requests, requests[1]);
+    w->requests.data = w;
+    uv_pipe_init(loop, &w->replies, 0);
+    uv_pipe_open(&w->replies, replies[0]);
+    w->replies.data = w;
     uv_timer_init(loop, &w->linger);
     w->linger.data = w;
     w->console.fd = console[0];
@@ -338,7 +348,7 @@ int worker_start(uv_loop_t *loop, const config_t *cfg, const worker_events_t *ev
     uv_poll_init(loop, &w->console.handle, console[0]);
     w->console.handle.data = w;
     uv_poll_start(&w->console.handle, UV_READABLE | UV_DISCONNECT, on_console_readable);
-    uv_read_start((uv_stream_t *)&w->socket, on_alloc, on_read);
+    uv_read_start((uv_stream_t *)&w->replies, on_alloc, on_read);
     log_debug("worker %d started (%s)", pid,
               level == SANDBOX_NAMESPACES ? "own PID namespace" : "own process group");
     *out = w;
@@ -354,14 +364,14 @@ static void on_written(uv_write_t *req, int status)
 
 void worker_send(worker_t *w, const char *frame, size_t len)
 {
-    if (w->socket_done || w->closing)
+    if (w->channel_done || w->closing)
         return;   /* its death is already on the way */
-    /* Almost every frame fits in the socket at once: no copy, and no write
+    /* Almost every frame fits in the pipe at once: no copy, and no write
      * request for libuv to track (which also costs an epoll_ctl). */
     uv_buf_t b = uv_buf_init((char *)frame, (unsigned)len);
-    int n = uv_try_write((uv_stream_t *)&w->socket, &b, 1);
+    int n = uv_try_write((uv_stream_t *)&w->requests, &b, 1);
     if (n < 0 && n != UV_EAGAIN) {
-        socket_finished(w, uv_strerror(n));
+        channel_finished(w, uv_strerror(n));
         return;
     }
     size_t done = n > 0 ? (size_t)n : 0;
@@ -370,10 +380,10 @@ void worker_send(worker_t *w, const char *frame, size_t len)
     write_req_t *req = xmalloc(sizeof *req + len - done);
     memcpy(req->data, frame + done, len - done);
     b = uv_buf_init(req->data, (unsigned)(len - done));
-    int rc = uv_write(&req->req, (uv_stream_t *)&w->socket, &b, 1, on_written);
+    int rc = uv_write(&req->req, (uv_stream_t *)&w->requests, &b, 1, on_written);
     if (rc < 0) {
         free(req);
-        socket_finished(w, uv_strerror(rc));
+        channel_finished(w, uv_strerror(rc));
     }
 }
 

@@ -1,7 +1,7 @@
 /* worker.h - one SBCL process running the Lisp agent (lisp/agent.lisp).
  *
- * A worker owns the child process, the socket its frames travel on (fd 3 in
- * the child) and the pipes of the child's own fd 1 and 2 (its console). It
+ * A worker owns the child process, the pipes its frames travel on (fd 3 and
+ * 4 in the child) and the pipe of the child's own fd 1 and 2 (its console). It
  * reports three things to its owner: a reply, console bytes, and its death.
  * It never blocks: everything is driven by the event loop. */
 #ifndef LISPMCP_WORKER_H
