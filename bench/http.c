@@ -6,8 +6,8 @@
  * the figures are the server's: one client's round trip of (+ 1 2), beside a
  * floor (a canned responder thread in this file, driven by the same client
  * code over the same loopback), then 16 clients, each with its own
- * connection and MCP session,
- * calling as fast as they are answered. Every answer is checked.
+ * connection and MCP session, calling as fast as they are answered. Every
+ * answer is checked.
  *
  * The server's stderr is read until it says which port it got, then drained
  * by a thread so that it never blocks on a full pipe. */
