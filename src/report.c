@@ -17,6 +17,16 @@ static const char *string_field(json_t *obj, const char *key)
     return s ? s : "";
 }
 
+/* Append prefix, the string v whole (Lisp text may hold NUL characters) and
+ * a newline. Anything but a string appends nothing between them. */
+static void text_line(buf_t *t, const char *prefix, json_t *v)
+{
+    buf_append_str(t, prefix);
+    if (json_is_string(v))
+        buf_append(t, json_string_value(v), json_string_length(v));
+    buf_append(t, "\n", 1);
+}
+
 /* A string member, kept whole (Lisp output may hold NUL characters). */
 static json_t *text_field(json_t *obj, const char *key)
 {
@@ -120,14 +130,15 @@ static void text_truncation(buf_t *t, json_t *truncated)
 
 static void text_error(buf_t *t, json_t *error)
 {
-    buf_printf(t, "[ERROR] %s\n%s\n", string_field(error, "type"), string_field(error, "message"));
+    buf_printf(t, "[ERROR] %s\n", string_field(error, "type"));
+    text_line(t, "", json_object_get(error, "message"));
     json_t *bt = json_object_get(error, "backtrace");
     if (json_array_size(bt)) {
         buf_append_str(t, "[Backtrace]\n");
         size_t i;
         json_t *frame;
         json_array_foreach(bt, i, frame)
-            buf_printf(t, "%s\n", json_string_value(frame) ? json_string_value(frame) : "");
+            text_line(t, "", frame);
     }
     buf_printf(t, "; Session state: %s\n",
                strcmp(string_field(error, "session-state"), "kept") == 0
@@ -194,8 +205,10 @@ static void eval_text(buf_t *text, const eval_result_t *r, json_t *out, json_t *
     json_t *item;
     if (json_array_size(warnings)) {
         buf_append_str(text, "[warnings]\n");
-        json_array_foreach(warnings, i, item)
-            buf_printf(text, "%s: %s\n", string_field(item, "type"), string_field(item, "message"));
+        json_array_foreach(warnings, i, item) {
+            buf_printf(text, "%s: ", string_field(item, "type"));
+            text_line(text, "", json_object_get(item, "message"));
+        }
     }
     if (error) {
         text_error(text, error);
@@ -203,7 +216,7 @@ static void eval_text(buf_t *text, const eval_result_t *r, json_t *out, json_t *
         buf_append_str(text, "; No values\n");
     } else {
         json_array_foreach(values, i, item)
-            buf_printf(text, "=> %s\n", json_string_value(item) ? json_string_value(item) : "");
+            text_line(text, "=> ", item);
     }
     if (truncated)
         text_truncation(text, truncated);

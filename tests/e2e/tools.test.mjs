@@ -431,6 +431,17 @@ describe('evaluate-lisp results', () => {
     assert.match(t, /^=> :THREE$/m);
   });
 
+  test('content[0].text keeps a NUL character of a value, a warning or an error whole', async () => {
+    const r = await evalOk(srv, '(values (format nil "a~Cb" (code-char 0)) 2)', { session: s });
+    assert.match(r.content[0].text, /^=> "a\u0000b"$/m);
+    assert.match(r.content[0].text, /^=> 2$/m);
+    const w = await evalOk(srv, '(progn (warn "w~Cx" (code-char 0)) 1)', { session: s });
+    assert.match(w.content[0].text, /: w\u0000x$/m);
+    const e = await evaluate(srv, '(error "e~Cf" (code-char 0))', { session: s });
+    assert.equal(assertToolError(e).message, 'e\u0000f');
+    assert.match(e.content[0].text, /^e\u0000f$/m);
+  });
+
   test('time-execution: output field and error with timing', async () => {
     const r = await timeExecution(srv, '(progn (princ "abc") (values 7 8))', { session: s });
     assertOk(r);
